@@ -1,0 +1,31 @@
+"""tylo: a Python JIT compiler for explicit, layout-typed NVIDIA GPU kernels.
+
+Kernels are Python functions decorated with ``@tylo.jit``; see README.md and
+docs/language.md. Everything a kernel can call is importable from here.
+"""
+__version__ = "0.1.0"
+
+from .frontend.errors import CompileError
+from .ir.types import (Ptr, bf16, bool_, constexpr, f8e4m3, f8e5m2, f16, f32, f64, i8, i16, i32, i64, u8, u16,
+                       u32, u64)
+from .lang.core import (SharedArray, abs, atomic_add, atomic_cas, atomic_exch, atomic_max, atomic_min, block_dim,
+                        block_idx, cast, ceil, cos, exp, exp2, fma, floor, grid_dim, lane_id, log, log2, maximum,
+                        minimum, printf, rsqrt, shared_array, shfl_down, shfl_sync, shfl_up, shfl_xor, sin, sqrt,
+                        static_assert, static_range, sync_threads, tanh, thread_idx, warp_id, where)
+from .jit import CompiledKernel, JITFunction, func, jit
+from .runtime.errors import CudaError
+from .runtime.arrays import DeviceArray, to_device
+
+min = minimum  # noqa: A001 - tylo.min / tylo.max inside kernels
+max = maximum  # noqa: A001
+bool = bool_  # noqa: A001 - the dtype, as tylo.bool
+
+__all__ = [
+    "CompileError", "CudaError", "jit", "func", "JITFunction", "CompiledKernel", "DeviceArray", "to_device",
+    "Ptr", "constexpr", "bool_", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64",
+    "f8e4m3", "f8e5m2", "thread_idx", "block_idx", "block_dim", "grid_dim", "lane_id", "warp_id", "sync_threads",
+    "shared_array", "SharedArray", "shfl_sync", "shfl_xor", "shfl_up", "shfl_down", "atomic_add", "atomic_max",
+    "atomic_min", "atomic_cas", "atomic_exch", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tanh",
+    "floor", "ceil", "fma", "abs", "min", "max", "minimum", "maximum", "where", "cast", "static_assert",
+    "static_range", "printf",
+]

@@ -1,0 +1,182 @@
+"""LLVM IR -> PTX (llvmlite's NVPTX backend) -> cubin (nvJitLink in process; ptxas fallback).
+
+Also parses the assembler's resource report (registers, spills, stack,
+shared memory) and reports the toolchain versions that enter the cache key.
+"""
+from __future__ import annotations
+
+import functools
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+import threading
+from dataclasses import asdict, dataclass
+
+from .targets import Target
+
+__all__ = ["Resources", "llvm_to_ptx", "ptx_to_cubin", "toolchain_versions", "AssemblerError"]
+
+
+class AssemblerError(RuntimeError):
+    """ptxas/nvJitLink rejected the PTX (a tylo bug or an unsupported target feature)."""
+
+
+@dataclass(frozen=True)
+class Resources:
+    registers: int = 0
+    spill_store_bytes: int = 0
+    spill_load_bytes: int = 0
+    stack_bytes: int = 0
+    shared_bytes: int = 0  # static shared memory of the kernel
+    const_bytes: int = 0
+
+    @property
+    def spill_bytes(self) -> int:
+        return self.spill_store_bytes + self.spill_load_bytes
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+    def __str__(self) -> str:
+        return (f"{self.registers} registers, {self.spill_store_bytes} bytes spill stores, "
+                f"{self.spill_load_bytes} bytes spill loads, {self.stack_bytes} bytes stack, "
+                f"{self.shared_bytes} bytes shared")
+
+
+_lock = threading.Lock()
+
+
+@functools.lru_cache(maxsize=None)
+def _target_machine(name: str, features: str):
+    import llvmlite.binding as llvm
+
+    with _lock:
+        llvm.initialize_all_targets()
+        llvm.initialize_all_asmprinters()
+    target = llvm.Target.from_triple("nvptx64-nvidia-cuda")
+    return target.create_target_machine(cpu=name, features=features, opt=3)
+
+
+def llvm_to_ptx(llvm_ir: str, target: Target) -> str:
+    import llvmlite.binding as llvm
+
+    tm = _target_machine(target.name, target.llvm_features)
+    module = llvm.parse_assembly(llvm_ir)
+    module.triple = "nvptx64-nvidia-cuda"
+    module.data_layout = str(tm.target_data)
+    module.verify()
+    pto = llvm.create_pipeline_tuning_options(speed_level=3)
+    pb = llvm.create_pass_builder(tm, pto)
+    pm = pb.getModulePassManager()
+    pm.run(module, pb)
+    return tm.emit_assembly(module)
+
+
+_REG = re.compile(r"[Uu]sed (\d+) registers")
+_SPILL = re.compile(r"(\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads")
+_SMEM = re.compile(r"(\d+) bytes smem")
+_CMEM = re.compile(r"(\d+) bytes cmem\[0\]")
+_STACK = re.compile(r"(\d+) (?:bytes )?stack")
+_LMEM = re.compile(r"(\d+) bytes lmem")
+
+
+def parse_resources(log: str) -> Resources:
+    regs = _REG.search(log)
+    spill = _SPILL.search(log)
+    smem = _SMEM.search(log)
+    cmem = _CMEM.search(log)
+    stack = int(spill.group(1)) if spill else 0
+    if not spill:
+        m = _STACK.search(log)
+        stack = int(m.group(1)) if m else 0
+    return Resources(
+        registers=int(regs.group(1)) if regs else 0,
+        spill_store_bytes=int(spill.group(2)) if spill else 0,
+        spill_load_bytes=int(spill.group(3)) if spill else 0,
+        stack_bytes=stack,
+        shared_bytes=int(smem.group(1)) if smem else 0,
+        const_bytes=int(cmem.group(1)) if cmem else 0,
+    )
+
+
+def _nvjitlink():
+    try:
+        from cuda.bindings import nvjitlink
+        nvjitlink.version()  # loads libnvJitLink; raises when the pip package is missing
+        return nvjitlink
+    except Exception:
+        return None
+
+
+def ptx_to_cubin(ptx: str, target: Target, name: str = "kernel") -> tuple[bytes, Resources, str]:
+    """Assemble PTX for ``target``: (cubin, resources, assembler log)."""
+    nvjl = _nvjitlink()
+    if nvjl is not None:
+        handle = nvjl.create(2, [f"-arch={target.name}", "-verbose", "-O3"])
+        try:
+            data = ptx.encode()
+            try:
+                nvjl.add_data(handle, nvjl.InputType.PTX, data, len(data), name)
+                nvjl.complete(handle)
+            except Exception as exc:
+                raise AssemblerError(f"nvJitLink failed for {target.name}: {exc}\n{_nvjl_log(nvjl, handle, error=True)}") from None
+            size = nvjl.get_linked_cubin_size(handle)
+            cubin = bytearray(size)
+            nvjl.get_linked_cubin(handle, cubin)
+            log = _nvjl_log(nvjl, handle)
+        finally:
+            nvjl.destroy(handle)
+        return bytes(cubin), parse_resources(log), log
+    ptxas = shutil.which("ptxas")
+    if ptxas is None:
+        raise AssemblerError("no PTX assembler: install the pip package nvidia-nvjitlink (a tylo dependency) "
+                             "or put ptxas on the PATH")
+    with tempfile.TemporaryDirectory(prefix="tylo-") as tmp:
+        src = os.path.join(tmp, "k.ptx")
+        out = os.path.join(tmp, "k.cubin")
+        with open(src, "w") as f:
+            f.write(ptx)
+        proc = subprocess.run([ptxas, f"-arch={target.name}", "-v", "-O3", src, "-o", out],
+                              capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise AssemblerError(f"ptxas failed for {target.name}:\n{proc.stderr}")
+        with open(out, "rb") as f:
+            cubin = f.read()
+        return cubin, parse_resources(proc.stderr + proc.stdout), proc.stderr + proc.stdout
+
+
+def _nvjl_log(nvjl, handle, error: bool = False) -> str:
+    try:
+        if error:
+            size = nvjl.get_error_log_size(handle)
+            buf = bytearray(size)
+            nvjl.get_error_log(handle, buf)
+        else:
+            size = nvjl.get_info_log_size(handle)
+            buf = bytearray(size)
+            nvjl.get_info_log(handle, buf)
+        return bytes(buf).rstrip(b"\0").decode(errors="replace")
+    except Exception:
+        return ""
+
+
+@functools.lru_cache(maxsize=None)
+def toolchain_versions() -> dict:
+    """Versions that enter the cache key: LLVM (llvmlite) and the assembler."""
+    import llvmlite
+    import llvmlite.binding as llvm
+
+    out = {"llvmlite": llvmlite.__version__, "llvm": ".".join(map(str, llvm.llvm_version_info))}
+    nvjl = _nvjitlink()
+    if nvjl is not None:
+        out["assembler"] = "nvjitlink-" + ".".join(map(str, nvjl.version()))
+    else:
+        ptxas = shutil.which("ptxas")
+        if ptxas:
+            proc = subprocess.run([ptxas, "--version"], capture_output=True, text=True)
+            out["assembler"] = "ptxas-" + proc.stdout.strip().splitlines()[-1]
+        else:
+            out["assembler"] = "none"
+    return out

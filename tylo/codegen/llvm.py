@@ -1,0 +1,671 @@
+"""IR -> LLVM IR text for NVPTX.
+
+Lowers the structured IR to basic blocks with phi nodes. Scalars map to
+LLVM types (bool -> i1 in registers, i8 in memory; bf16 -> bfloat; fp8 ->
+i8 storage); hardware ops become NVVM intrinsics or inline PTX from
+``codegen/ptx/<feature>.py``. The text is parsed by llvmlite in
+``codegen.compile``.
+"""
+from __future__ import annotations
+
+import struct
+
+from ..ir import types as T
+from ..ir.core import Block, Kernel, Op, Value
+from ..ir.types import PointerType, ScalarType
+from .ptx import core as ptx_core
+from .targets import Target
+
+__all__ = ["lower_kernel", "llvm_type"]
+
+_SCALAR = {
+    "bool": "i1", "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64", "u8": "i8", "u16": "i16",
+    "u32": "i32", "u64": "i64", "f16": "half", "bf16": "bfloat", "f32": "float", "f64": "double",
+    "f8e4m3": "i8", "f8e5m2": "i8",
+}
+_ADDRSPACE = {"global": 1, "shared": 3, "generic": 0}
+
+
+def llvm_type(t, memory: bool = False) -> str:
+    if isinstance(t, ScalarType):
+        if memory and t.is_bool:
+            return "i8"
+        return _SCALAR[t.name]
+    if isinstance(t, PointerType):
+        space = _ADDRSPACE[t.space]
+        return f"ptr addrspace({space})" if space else "ptr"
+    raise TypeError(f"no LLVM type for {t}")
+
+
+def _float_literal(value: float, t: ScalarType) -> str:
+    if t.name == "f16":
+        import numpy as np
+        bits = int(np.array(value, dtype=np.float16).view(np.uint16))
+        return f"0xH{bits:04X}"
+    if t.name == "bf16":
+        import ml_dtypes
+        import numpy as np
+        bits = int(np.array(value, dtype=ml_dtypes.bfloat16).view(np.uint16))
+        return f"0xR{bits:04X}"
+    if t.name == "f32":
+        value = struct.unpack("f", struct.pack("f", value))[0] if value == value and abs(value) < 3.5e38 else value
+    return "0x%016X" % struct.unpack("<Q", struct.pack("<d", value))[0]
+
+
+class _Lowering:
+    def __init__(self, kernel: Kernel, target: Target):
+        self.kernel = kernel
+        self.target = target
+        self.names: dict[int, str] = {}
+        self.counter = 0
+        self.lines: list[str] = []
+        self.block_label = "entry"
+        self.declares: set[str] = set()
+        self.globals: list[str] = []
+        self.loop_md: list[int] = []
+
+    # -- naming ---------------------------------------------------------------------
+    def fresh(self, prefix="t") -> str:
+        self.counter += 1
+        return f"%{prefix}{self.counter}"
+
+    def label(self) -> str:
+        self.counter += 1
+        return f"L{self.counter}"
+
+    def ref(self, v: Value) -> str:
+        return self.names[id(v)]
+
+    def bind(self, v: Value, name: str):
+        self.names[id(v)] = name
+
+    def emit(self, line: str):
+        self.lines.append("  " + line)
+
+    def start_block(self, label: str):
+        self.lines.append(f"{label}:")
+        self.block_label = label
+
+    def declare(self, text: str):
+        self.declares.add(text)
+
+    # -- kernel -----------------------------------------------------------------------
+    def run(self) -> str:
+        k = self.kernel
+        params = []
+        prologue = []
+        align = k.attrs.get("param_align", {})
+        for p in k.params:
+            t = p.value.type
+            pname = f"%arg.{p.name}"
+            if isinstance(t, PointerType):
+                a = align.get(p.name)
+                params.append(f"{llvm_type(t)}{' align ' + str(a) if a else ''} {pname}")
+                self.bind(p.value, pname)
+            elif t == T.bool_:
+                params.append(f"i8 {pname}")
+                name = self.fresh()
+                prologue.append(f"{name} = trunc i8 {pname} to i1")
+                self.bind(p.value, name)
+            else:
+                params.append(f"{llvm_type(t)} {pname}")
+                self.bind(p.value, pname)
+        for line in prologue:
+            self.emit(line)
+        for pname in k.attrs.get("divisible_by_16", []):
+            v = next(p.value for p in k.params if p.name == pname)
+            lt = llvm_type(v.type)
+            r, c = self.fresh(), self.fresh()
+            self.emit(f"{r} = and {lt} {self.ref(v)}, 15")
+            self.emit(f"{c} = icmp eq {lt} {r}, 0")
+            self.emit(f"call void @llvm.assume(i1 {c})")
+            self.declare("declare void @llvm.assume(i1)")
+        self.lower_block(k.body)
+        self.emit("ret void")
+        offsets, total = shared_memory_plan(k)
+        if total:
+            align = max(al for _, _, _, al in k.attrs["shared"])
+            self.globals.append(f"@{_SMEM} = external addrspace(3) global [0 x i8], align {max(align, 16)}")
+        attrs = []
+        if k.attrs.get("maxntid"):
+            attrs.append('"nvvm.maxntid"="' + ",".join(str(x) for x in k.attrs["maxntid"]) + '"')
+        out = ['target triple = "nvptx64-nvidia-cuda"', ""]
+        out += sorted(self.declares)
+        out += self.globals
+        out.append(f"define ptx_kernel void @{k.name}({', '.join(params)}){' #0' if attrs else ''} {{")
+        out.append("entry:")
+        out += self.lines
+        out.append("}")
+        if attrs:
+            out.append(f"attributes #0 = {{ {' '.join(attrs)} }}")
+        for i, md in enumerate(self.loop_md):
+            out.append(f"!{md} = distinct !{{!{md}, !{md + 1}}}")
+            out.append(f'!{md + 1} = !{{!"llvm.loop.unroll.disable"}}')
+        return "\n".join(out) + "\n"
+
+    # -- blocks and ops -------------------------------------------------------------
+    def lower_block(self, block: Block):
+        for op in block.ops:
+            if op.name in ("scf.yield", "scf.condition"):
+                continue  # consumed by the parent op
+            handler = getattr(self, "op_" + op.name.replace(".", "_"), None)
+            if handler is None:
+                raise NotImplementedError(f"no lowering for IR op {op.name}")
+            handler(op)
+
+    def _result(self, op: Op, expr: str):
+        name = self.fresh()
+        self.emit(f"{name} = {expr}")
+        self.bind(op.results[0], name)
+        return name
+
+    def op_arith_constant(self, op: Op):
+        t = op.results[0].type
+        v = op.attrs["value"]
+        if t.is_bool:
+            lit = "true" if v else "false"
+        elif t.is_int:
+            lit = str(int(v) if t.is_signed else (int(v) if int(v) < 2 ** (t.bits - 1) else int(v) - 2 ** t.bits))
+        else:
+            lit = _float_literal(float(v), t)
+        # constants are materialised with a no-op so every value has a register name
+        lt = llvm_type(t)
+        if t.is_float:
+            self._result(op, f"fadd {lt} {lit}, {_float_literal(-0.0, t)}")
+        elif t.is_bool:
+            self._result(op, f"and i1 {lit}, true")
+        else:
+            self._result(op, f"add {lt} {lit}, 0")
+
+    def _binary(self, op: Op, int_op: str, float_op: str | None, unsigned_op: str | None = None):
+        t = op.results[0].type
+        a, b = (self.ref(v) for v in op.operands)
+        if t.is_float:
+            instr = float_op
+        elif not t.is_signed and unsigned_op:
+            instr = unsigned_op
+        else:
+            instr = int_op
+        self._result(op, f"{instr} {llvm_type(t)} {a}, {b}")
+
+    def op_arith_add(self, op):
+        self._binary(op, "add", "fadd")
+
+    def op_arith_sub(self, op):
+        self._binary(op, "sub", "fsub")
+
+    def op_arith_mul(self, op):
+        self._binary(op, "mul", "fmul")
+
+    def op_arith_div(self, op):
+        self._binary(op, "fdiv", "fdiv")
+
+    def op_arith_frem(self, op):
+        self._binary(op, "frem", "frem")
+
+    def op_arith_idiv(self, op):
+        self._binary(op, "sdiv", None, "udiv")
+
+    def op_arith_irem(self, op):
+        self._binary(op, "srem", None, "urem")
+
+    def op_arith_and(self, op):
+        self._binary(op, "and", None)
+
+    def op_arith_or(self, op):
+        self._binary(op, "or", None)
+
+    def op_arith_xor(self, op):
+        self._binary(op, "xor", None)
+
+    def op_arith_shl(self, op):
+        self._binary(op, "shl", None)
+
+    def op_arith_shr(self, op):
+        self._binary(op, "ashr", None, "lshr")
+
+    def _minmax(self, op, kind):
+        t = op.results[0].type
+        lt = llvm_type(t)
+        a, b = (self.ref(v) for v in op.operands)
+        if t.is_float:
+            fn = f"llvm.{kind}num.{_intrinsic_suffix(t)}"
+        else:
+            fn = f"llvm.{'s' if t.is_signed else 'u'}{kind}.{lt}"
+        self.declare(f"declare {lt} @{fn}({lt}, {lt})")
+        self._result(op, f"call {lt} @{fn}({lt} {a}, {lt} {b})")
+
+    def op_arith_min(self, op):
+        self._minmax(op, "min")
+
+    def op_arith_max(self, op):
+        self._minmax(op, "max")
+
+    def op_arith_neg(self, op):
+        t = op.results[0].type
+        x = self.ref(op.operands[0])
+        if t.is_float:
+            self._result(op, f"fneg {llvm_type(t)} {x}")
+        else:
+            self._result(op, f"sub {llvm_type(t)} 0, {x}")
+
+    def op_arith_not(self, op):
+        t = op.results[0].type
+        x = self.ref(op.operands[0])
+        self._result(op, f"xor {llvm_type(t)} {x}, {'true' if t.is_bool else -1}")
+
+    _ICMP = {"lt": "lt", "le": "le", "gt": "gt", "ge": "ge"}
+
+    def op_arith_cmp(self, op):
+        a, b = op.operands
+        t = a.type
+        pred = op.attrs["pred"]
+        if t.is_float:
+            p = {"lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge", "eq": "oeq", "ne": "une"}[pred]
+            self._result(op, f"fcmp {p} {llvm_type(t)} {self.ref(a)}, {self.ref(b)}")
+        else:
+            if pred in ("eq", "ne"):
+                p = pred
+            else:
+                p = ("s" if t.is_signed else "u") + self._ICMP[pred]
+            self._result(op, f"icmp {p} {llvm_type(t)} {self.ref(a)}, {self.ref(b)}")
+
+    def op_arith_select(self, op):
+        c, a, b = op.operands
+        lt = llvm_type(a.type)
+        self._result(op, f"select i1 {self.ref(c)}, {lt} {self.ref(a)}, {lt} {self.ref(b)}")
+
+    def op_arith_bitcast(self, op):
+        src = op.operands[0]
+        self._result(op, f"bitcast {llvm_type(src.type)} {self.ref(src)} to {llvm_type(op.results[0].type)}")
+
+    def op_arith_cast(self, op):
+        src = op.operands[0]
+        self.bind(op.results[0], self.convert(self.ref(src), src.type, op.results[0].type))
+
+    def convert(self, x: str, s: ScalarType, d: ScalarType) -> str:
+        """Emit the conversion of ``x`` from ``s`` to ``d`` and return the new name."""
+        if s == d:
+            return x
+        ls, ld = llvm_type(s), llvm_type(d)
+        name = self.fresh()
+        if s.is_fp8:
+            h16 = self.fresh()
+            self.emit(f"{h16} = zext i8 {x} to i16")
+            pair = self.fresh()
+            self.emit(f"{pair} = {ptx_core.fp8_to_f16(s.name, h16)}")
+            lo = self.fresh()
+            self.emit(f"{lo} = trunc i32 {pair} to i16")
+            half = self.fresh()
+            self.emit(f"{half} = bitcast i16 {lo} to half")
+            return self.convert(half, T.f16, d)
+        if d.is_fp8:
+            f = self.convert(x, s, T.f32) if s != T.f32 else x
+            r16 = self.fresh()
+            self.emit(f"{r16} = {ptx_core.f32_to_fp8(d.name, f)}")
+            self.emit(f"{name} = trunc i16 {r16} to i8")
+            return name
+        if (s.is_int or s.is_bool) and (d.is_int or d.is_bool):
+            if d.bits == s.bits:
+                return x
+            if d.bits < s.bits:
+                self.emit(f"{name} = trunc {ls} {x} to {ld}")
+            else:
+                ext = "sext" if s.is_signed else "zext"
+                self.emit(f"{name} = {ext} {ls} {x} to {ld}")
+            return name
+        if (s.is_int or s.is_bool) and d.is_float:
+            self.emit(f"{name} = {'sitofp' if s.is_signed else 'uitofp'} {ls} {x} to {ld}")
+            return name
+        if s.is_float and d.is_int:
+            fn = f"llvm.fpto{'s' if d.is_signed else 'u'}i.sat.{ld}.{_intrinsic_suffix(s)}"
+            self.declare(f"declare {ld} @{fn}({ls})")
+            self.emit(f"{name} = call {ld} @{fn}({ls} {x})")
+            return name
+        if s.is_float and d.is_float:
+            if s.bits == d.bits:  # f16 <-> bf16 through f32
+                return self.convert(self.convert(x, s, T.f32), T.f32, d)
+            self.emit(f"{name} = {'fpext' if d.bits > s.bits else 'fptrunc'} {ls} {x} to {ld}")
+            return name
+        raise NotImplementedError(f"conversion {s} -> {d}")
+
+    # -- math -----------------------------------------------------------------------
+    def _math(self, op, fn):
+        t = op.results[0].type
+        x = self.ref(op.operands[0])
+        if t in (T.f16, T.bf16):
+            # compute in f32, round once
+            xf = self.convert(x, t, T.f32)
+            r = self._math_f32(fn, xf)
+            self.bind(op.results[0], self.convert(r, T.f32, t))
+            return
+        if t == T.f32:
+            self.bind(op.results[0], self._math_f32(fn, x))
+            return
+        if fn in ("sqrt", "abs", "floor", "ceil"):
+            lt = llvm_type(t)
+            name = {"abs": "fabs"}.get(fn, fn)
+            self.declare(f"declare {lt} @llvm.{name}.f64({lt})")
+            self._result(op, f"call {lt} @llvm.{name}.f64({lt} {x})")
+            return
+        raise NotImplementedError(f"{fn} on {t} (tylo supports it on f16, bf16 and f32)")
+
+    _LOG2E = 1.4426950408889634
+    _LN2 = 0.6931471805599453
+
+    def _math_f32(self, fn: str, x: str) -> str:
+        name = self.fresh()
+        if fn in ("sqrt", "abs", "floor", "ceil"):
+            intr = {"abs": "fabs"}.get(fn, fn)
+            self.declare(f"declare float @llvm.{intr}.f32(float)")
+            self.emit(f"{name} = call float @llvm.{intr}.f32(float {x})")
+        elif fn in ("exp2", "log2", "sin", "cos", "rsqrt", "tanh"):
+            self.emit(f"{name} = {ptx_core.approx_f32(fn, x)}")
+        elif fn == "exp":
+            # exp(x) = 2^(x*log2e): split x*log2e into its rounded value t and the rounding error e
+            # (an fma recovers it) so large |x| keeps ~2 ulp: 2^t * (1 + e*ln2).
+            self.declare("declare float @llvm.fma.f32(float, float, float)")
+            hi = _float_literal(self._LOG2E, T.f32)
+            lo = _float_literal(self._LOG2E - struct.unpack("f", struct.pack("f", self._LOG2E))[0], T.f32)
+            t, nt, e0, e1, p, c = (self.fresh() for _ in range(6))
+            self.emit(f"{t} = fmul float {x}, {hi}")
+            self.emit(f"{nt} = fneg float {t}")
+            self.emit(f"{e0} = call float @llvm.fma.f32(float {x}, float {hi}, float {nt})")
+            self.emit(f"{e1} = call float @llvm.fma.f32(float {x}, float {lo}, float {e0})")
+            self.emit(f"{p} = {ptx_core.approx_f32('exp2', t)}")
+            self.emit(f"{c} = fmul float {e1}, {_float_literal(self._LN2, T.f32)}")
+            self.emit(f"{name} = call float @llvm.fma.f32(float {p}, float {c}, float {p})")
+        elif fn == "log":
+            l2 = self.fresh()
+            self.emit(f"{l2} = {ptx_core.approx_f32('log2', x)}")
+            self.emit(f"{name} = fmul float {l2}, {_float_literal(self._LN2, T.f32)}")
+        else:
+            raise NotImplementedError(fn)
+        return name
+
+    def op_math_fma(self, op):
+        t = op.results[0].type
+        lt = llvm_type(t)
+        a, b, c = (self.ref(v) for v in op.operands)
+        fn = f"llvm.fma.{_intrinsic_suffix(t)}"
+        self.declare(f"declare {lt} @{fn}({lt}, {lt}, {lt})")
+        self._result(op, f"call {lt} @{fn}({lt} {a}, {lt} {b}, {lt} {c})")
+
+    # -- pointers and memory ------------------------------------------------------------
+    def op_ptr_offset(self, op):
+        p, i = op.operands
+        idx = self.ref(i)
+        it = i.type
+        if not it.is_signed and it.bits < 64:
+            wide = self.fresh()
+            self.emit(f"{wide} = zext {llvm_type(it)} {idx} to i64")
+            idx, lt = wide, "i64"
+        else:
+            lt = llvm_type(it)
+        elem = llvm_type(p.type.elem, memory=True)
+        self._result(op, f"getelementptr inbounds {elem}, {llvm_type(p.type)} {self.ref(p)}, {lt} {idx}")
+
+    def op_ptr_to_int(self, op):
+        p = op.operands[0]
+        self._result(op, f"ptrtoint {llvm_type(p.type)} {self.ref(p)} to {llvm_type(op.results[0].type)}")
+
+    def op_mem_load(self, op):
+        p = op.operands[0]
+        t = op.results[0].type
+        mt = llvm_type(t, memory=True)
+        name = self.fresh()
+        self.emit(f"{name} = load {mt}, {llvm_type(p.type)} {self.ref(p)}, align {t.itemsize}")
+        if t.is_bool:
+            b = self.fresh()
+            self.emit(f"{b} = trunc i8 {name} to i1")
+            name = b
+        self.bind(op.results[0], name)
+
+    def op_mem_store(self, op):
+        p, v = op.operands
+        t = v.type
+        x = self.ref(v)
+        if t.is_bool:
+            w = self.fresh()
+            self.emit(f"{w} = zext i1 {x} to i8")
+            x = w
+        self.emit(f"store {llvm_type(t, memory=True)} {x}, {llvm_type(p.type)} {self.ref(p)}, align {t.itemsize}")
+
+    def op_mem_shared_alloc(self, op):
+        offsets, _ = shared_memory_plan(self.kernel)
+        self.bind(op.results[0], f"getelementptr (i8, ptr addrspace(3) @{_SMEM}, i32 {offsets[op.attrs['symbol']]})")
+
+    # -- hardware -----------------------------------------------------------------------
+    def op_nv_sreg(self, op):
+        reg = op.attrs["reg"]
+        fn = f"llvm.nvvm.read.ptx.sreg.{reg}"
+        self.declare(f"declare i32 @{fn}()")
+        self._result(op, f"call i32 @{fn}()")
+
+    def op_nv_barrier(self, op):
+        self.emit('call void asm sideeffect "bar.sync 0;", "~{memory}"()')
+
+    def op_nv_assume(self, op):
+        self.declare("declare void @llvm.assume(i1)")
+        self.emit(f"call void @llvm.assume(i1 {self.ref(op.operands[0])})")
+
+    def op_nv_shfl(self, op):
+        value, lane = op.operands
+        t = value.type
+        mode = op.attrs["mode"]
+        width = op.attrs["width"]
+        clamp = ((32 - width) << 8) | (0 if mode == "up" else 0x1F)
+        fn = f"llvm.nvvm.shfl.sync.{mode}.i32"
+        self.declare(f"declare i32 @{fn}(i32, i32, i32, i32)")
+
+        def shfl32(x):
+            r = self.fresh()
+            self.emit(f"{r} = call i32 @{fn}(i32 -1, i32 {x}, i32 {self.ref(lane)}, i32 {clamp})")
+            return r
+
+        if t.bits == 64:
+            lt = llvm_type(t)
+            bits = self.fresh()
+            self.emit(f"{bits} = bitcast {lt} {self.ref(value)} to i64" if t.is_float else f"{bits} = add i64 {self.ref(value)}, 0")
+            lo, hi = self.fresh(), self.fresh()
+            self.emit(f"{lo} = trunc i64 {bits} to i32")
+            sh = self.fresh()
+            self.emit(f"{sh} = lshr i64 {bits}, 32")
+            self.emit(f"{hi} = trunc i64 {sh} to i32")
+            rlo, rhi = shfl32(lo), shfl32(hi)
+            wlo, whi, shi, out = self.fresh(), self.fresh(), self.fresh(), self.fresh()
+            self.emit(f"{wlo} = zext i32 {rlo} to i64")
+            self.emit(f"{whi} = zext i32 {rhi} to i64")
+            self.emit(f"{shi} = shl i64 {whi}, 32")
+            self.emit(f"{out} = or i64 {shi}, {wlo}")
+            if t.is_float:
+                self._result(op, f"bitcast i64 {out} to {lt}")
+            else:
+                self.bind(op.results[0], out)
+            return
+        # 32 bits or narrower: move through an i32
+        x = self.ref(value)
+        lt = llvm_type(t)
+        if t.is_float:
+            ib = self.fresh()
+            self.emit(f"{ib} = bitcast {lt} {x} to i{t.bits}")
+            x, it = ib, f"i{t.bits}"
+        else:
+            it = lt
+        if t.bits < 32:
+            w = self.fresh()
+            self.emit(f"{w} = zext {it} {x} to i32")
+            x = w
+        r = shfl32(x)
+        if t.bits < 32:
+            n = self.fresh()
+            self.emit(f"{n} = trunc i32 {r} to {it}")
+            r = n
+        if t.is_float:
+            self._result(op, f"bitcast {it} {r} to {lt}")
+        else:
+            self.bind(op.results[0], r)
+
+    def op_nv_atomic(self, op):
+        p = op.operands[0]
+        t = p.type.elem
+        lt = llvm_type(t)
+        pt = llvm_type(p.type)
+        kind = op.attrs["op"]
+        if kind == "cas":
+            cmp, new = op.operands[1:]
+            pair = self.fresh()
+            self.emit(f"{pair} = cmpxchg {pt} {self.ref(p)}, {lt} {self.ref(cmp)}, {lt} {self.ref(new)} monotonic monotonic")
+            self._result(op, f"extractvalue {{ {lt}, i1 }} {pair}, 0")
+            return
+        v = op.operands[1]
+        rmw = {"add": "fadd" if t.is_float else "add", "exch": "xchg",
+               "max": "max" if t.is_signed else "umax", "min": "min" if t.is_signed else "umin"}[kind]
+        self._result(op, f"atomicrmw {rmw} {pt} {self.ref(p)}, {lt} {self.ref(v)} monotonic")
+
+    def op_nv_printf(self, op):
+        fmt = op.attrs["format"].encode() + b"\0"
+        sym = f"@.fmt{len(self.globals)}"
+        esc = "".join(chr(c) if 32 <= c < 127 and c not in (34, 92) else f"\\{c:02X}" for c in fmt)
+        self.globals.append(f'{sym} = private unnamed_addr constant [{len(fmt)} x i8] c"{esc}", align 1')
+        self.declare("declare i32 @vprintf(ptr, ptr)")
+        if op.operands:
+            fields = ", ".join(llvm_type(v.type) for v in op.operands)
+            buf = self.fresh()
+            self.emit(f"{buf} = alloca {{ {fields} }}, align 8")
+            for i, v in enumerate(op.operands):
+                slot = self.fresh()
+                self.emit(f"{slot} = getelementptr {{ {fields} }}, ptr {buf}, i32 0, i32 {i}")
+                self.emit(f"store {llvm_type(v.type)} {self.ref(v)}, ptr {slot}")
+            args = buf
+        else:
+            args = "null"
+        r = self.fresh()
+        self.emit(f"{r} = call i32 @vprintf(ptr {sym}, ptr {args})")
+
+    # -- structured control flow --------------------------------------------------------
+    def _yielded(self, block: Block):
+        term = block.ops[-1]
+        return [self.ref(v) for v in term.operands]
+
+    def op_scf_if(self, op):
+        cond = self.ref(op.operands[0])
+        then_l, else_l, merge_l = self.label(), self.label(), self.label()
+        self.emit(f"br i1 {cond}, label %{then_l}, label %{else_l}")
+        incoming = []
+        for label, block in zip((then_l, else_l), op.blocks):
+            self.start_block(label)
+            self.lower_block(block)
+            incoming.append((self._yielded(block), self.block_label))
+            self.emit(f"br label %{merge_l}")
+        self.start_block(merge_l)
+        for i, r in enumerate(op.results):
+            lt = llvm_type(r.type)
+            name = self.fresh()
+            srcs = ", ".join(f"[ {vals[i]}, %{lbl} ]" for vals, lbl in incoming)
+            self.emit(f"{name} = phi {lt} {srcs}")
+            self.bind(r, name)
+
+    def op_scf_for(self, op):
+        lb, ub, step, *inits = op.operands
+        (body,) = op.blocks
+        it = lb.type
+        lt = llvm_type(it)
+        pre = self.block_label
+        header, body_l, exit_l = self.label(), self.label(), self.label()
+        self.emit(f"br label %{header}")
+        self.start_block(header)
+        phi_at = len(self.lines)
+        iv = self.fresh("iv")
+        self.bind(body.args[0], iv)
+        carried = []
+        for arg in body.args[1:]:
+            name = self.fresh("c")
+            self.bind(arg, name)
+            carried.append(name)
+        step_c = step.owner.attrs["value"] if isinstance(step.owner, Op) and step.owner.name == "arith.constant" else None
+        cmp = self.fresh()
+        pred = ("s" if it.is_signed else "u") + "lt"
+        if step_c is not None and step_c < 0:
+            pred = "sgt" if it.is_signed else "ugt"
+        if step_c is None and it.is_signed:
+            up, down, pos = self.fresh(), self.fresh(), self.fresh()
+            self.emit(f"{up} = icmp slt {lt} {iv}, {self.ref(ub)}")
+            self.emit(f"{down} = icmp sgt {lt} {iv}, {self.ref(ub)}")
+            self.emit(f"{pos} = icmp sgt {lt} {self.ref(step)}, 0")
+            self.emit(f"{cmp} = select i1 {pos}, i1 {up}, i1 {down}")
+        else:
+            self.emit(f"{cmp} = icmp {pred} {lt} {iv}, {self.ref(ub)}")
+        self.emit(f"br i1 {cmp}, label %{body_l}, label %{exit_l}")
+        self.start_block(body_l)
+        self.lower_block(body)
+        yielded = self._yielded(body)
+        nxt = self.fresh()
+        self.emit(f"{nxt} = add {lt} {iv}, {self.ref(step)}")
+        latch = self.block_label
+        self.emit(f"br label %{header}")
+        phis = [f"  {iv} = phi {lt} [ {self.ref(lb)}, %{pre} ], [ {nxt}, %{latch} ]"]
+        for name, init, y, arg in zip(carried, inits, yielded, body.args[1:]):
+            phis.append(f"  {name} = phi {llvm_type(arg.type)} [ {self.ref(init)}, %{pre} ], [ {y}, %{latch} ]")
+        self.lines[phi_at:phi_at] = phis
+        self.start_block(exit_l)
+        for r, name in zip(op.results, carried):
+            self.bind(r, name)
+
+    def op_scf_while(self, op):
+        before, after = op.blocks
+        pre = self.block_label
+        head, body_l, exit_l = self.label(), self.label(), self.label()
+        self.emit(f"br label %{head}")
+        self.start_block(head)
+        phi_at = len(self.lines)
+        names = []
+        for arg in before.args:
+            name = self.fresh("w")
+            self.bind(arg, name)
+            names.append(name)
+        self.lower_block(before)
+        cond_op = before.ops[-1]
+        self.emit(f"br i1 {self.ref(cond_op.operands[0])}, label %{body_l}, label %{exit_l}")
+        forwarded = [self.ref(v) for v in cond_op.operands[1:]]
+        self.start_block(body_l)
+        for arg, name in zip(after.args, forwarded):
+            self.bind(arg, name)
+        self.lower_block(after)
+        yielded = self._yielded(after)
+        latch = self.block_label
+        self.emit(f"br label %{head}")
+        phis = []
+        for name, init, y, arg in zip(names, op.operands, yielded, before.args):
+            phis.append(f"  {name} = phi {llvm_type(arg.type)} [ {self.ref(init)}, %{pre} ], [ {y}, %{latch} ]")
+        self.lines[phi_at:phi_at] = phis
+        self.start_block(exit_l)
+        for r, name in zip(op.results, forwarded):
+            self.bind(r, name)
+
+
+_SMEM = "__tylo_shared"
+
+
+def shared_memory_plan(kernel: Kernel) -> tuple[dict, int]:
+    """Byte offsets of the kernel's shared arrays in its dynamic shared memory, and the total.
+
+    All ``shared_array`` allocations live in one dynamic shared buffer so that
+    more than 48 KB works; the launcher passes the total on every launch.
+    """
+    offsets = {}
+    total = 0
+    for sym, dtype, count, align in kernel.attrs.get("shared", []):
+        total = -(-total // align) * align
+        offsets[sym] = total
+        total += count * dtype.itemsize
+    return offsets, total
+
+
+def _intrinsic_suffix(t: ScalarType) -> str:
+    return {"f16": "f16", "bf16": "bf16", "f32": "f32", "f64": "f64"}[t.name]
+
+
+def lower_kernel(kernel: Kernel, target: Target) -> str:
+    """The LLVM IR module text for one kernel."""
+    return _Lowering(kernel, target).run()

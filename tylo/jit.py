@@ -1,0 +1,524 @@
+"""``@tylo.jit`` and ``@tylo.func``: specialisation, compilation, caching and launch.
+
+The launch fast path (``kernel[grid, block](*args)``) classifies each
+argument with a per-type function cached by ``type(arg)``, looks the
+specialisation up in a per-kernel dictionary and fills a prepared ctypes
+argument buffer; nothing on it hashes source or allocates beyond the key
+tuple. A miss compiles (or loads from the disk cache) once.
+"""
+from __future__ import annotations
+
+import inspect
+import math
+import time
+from dataclasses import dataclass, field
+
+from . import __version__ as _version
+from .ir import types as T
+from .ir.types import ConstexprMarker, PointerType, ScalarType
+
+__all__ = ["jit", "func", "JITFunction", "CompiledKernel", "parse_signature"]
+
+_MISSING = object()
+
+
+def func(fn):
+    """Mark a helper to be inlined where a kernel calls it."""
+    fn.__tylo_func__ = fn
+    return fn
+
+
+@dataclass
+class _ParamSpec:
+    name: str
+    constexpr: bool
+    annotation: object  # ScalarType, PointerType or None
+    default: object
+
+
+@dataclass
+class CompiledKernel:
+    """One compiled specialisation: artifacts, resources, and (once loaded) its launcher."""
+
+    name: str
+    arch: str
+    signature: str
+    key: str
+    ir: str
+    llvm: str
+    ptx: str
+    cubin: bytes
+    resources: object
+    shared_bytes: int  # dynamic shared memory set on every launch
+    param_types: list
+    compile_ms: dict = field(default_factory=dict)
+    from_cache: bool = False
+    _launcher: object = None
+
+    @property
+    def launcher(self):
+        if self._launcher is None:
+            from .runtime import driver
+            from .runtime.launch import Launcher
+
+            driver.ensure_context()
+            module = driver.load_module(self.cubin)
+            function = driver.get_function(module, self.name)
+            self._launcher = Launcher(function, [_ctype(t) for t in self.param_types], self.shared_bytes)
+        return self._launcher
+
+
+def _ctype(t):
+    import ctypes
+
+    if isinstance(t, PointerType):
+        return ctypes.c_uint64
+    return {
+        "bool": ctypes.c_uint8, "i8": ctypes.c_int8, "i16": ctypes.c_int16, "i32": ctypes.c_int32,
+        "i64": ctypes.c_int64, "u8": ctypes.c_uint8, "u16": ctypes.c_uint16, "u32": ctypes.c_uint32,
+        "u64": ctypes.c_uint64, "f32": ctypes.c_float, "f64": ctypes.c_double, "f16": ctypes.c_uint16,
+        "bf16": ctypes.c_uint16,
+    }[t.name]
+
+
+def parse_signature(signature) -> list:
+    """``"*f32, *f32, i32, f32"`` -> IR types. ``*f32:16`` marks a 16-byte aligned pointer."""
+    if isinstance(signature, str):
+        parts = [p.strip() for p in signature.split(",") if p.strip()]
+    else:
+        parts = list(signature)
+    out = []
+    for p in parts:
+        if isinstance(p, T.Type):
+            out.append((p, False))
+            continue
+        try:
+            out.append((T.parse_type(p), p.strip().endswith(":16")))
+        except ValueError as exc:
+            raise ValueError(f"bad signature entry {p!r}: {exc}") from None
+    return out
+
+
+def _arch_for(cc: tuple[int, int]) -> str:
+    major, minor = cc
+    table = {(8, 0): "sm_80", (8, 6): "sm_86", (8, 7): "sm_86", (8, 9): "sm_89", (9, 0): "sm_90a",
+             (10, 0): "sm_100a", (12, 0): "sm_120a"}
+    if (major, minor) in table:
+        return table[(major, minor)]
+    if major < 8:
+        raise RuntimeError(f"tylo needs compute capability 8.0 or newer; this GPU is {major}.{minor}")
+    return {8: "sm_80", 9: "sm_90", 10: "sm_100a", 12: "sm_120a"}.get(major, "sm_90")
+
+
+class _Bound:
+    """``kernel[grid, block]``: remembers the launch geometry for one call."""
+
+    __slots__ = ("kernel", "grid", "block")
+
+    def __init__(self, kernel, grid, block):
+        self.kernel = kernel
+        self.grid = grid
+        self.block = block
+
+    def __call__(self, *args, stream=None, **kwargs):
+        return self.kernel._launch(self.grid, self.block, None, stream, args, kwargs)
+
+
+def _dim3(x, what: str):
+    if isinstance(x, int) and not isinstance(x, bool):
+        t = (x, 1, 1)
+    else:
+        try:
+            t = tuple(int(v) for v in x)
+        except TypeError:
+            raise TypeError(f"{what} must be an int or a tuple of up to 3 ints, got {x!r}") from None
+        if not 1 <= len(t) <= 3:
+            raise TypeError(f"{what} must have 1 to 3 dimensions, got {x!r}")
+        t = t + (1,) * (3 - len(t))
+    if any(v < 1 for v in t):
+        raise ValueError(f"{what} dimensions must be positive, got {x!r}")
+    return t
+
+
+class JITFunction:
+    """A kernel: call as ``kernel[grid, block](*args, stream=None)`` or ``kernel.launch(...)``."""
+
+    def __init__(self, fn, *, options: dict | None = None):
+        self.fn = fn
+        self.__tylo_kernel_fn__ = fn
+        self.__name__ = fn.__name__
+        self.__qualname__ = fn.__qualname__
+        self.__doc__ = fn.__doc__
+        self.options = dict(options or {})
+        sig = inspect.signature(fn)
+        self.params: list[_ParamSpec] = []
+        for p in sig.parameters.values():
+            if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
+                raise TypeError(f"kernel {fn.__name__}: *args and **kwargs parameters are not supported")
+            ann = p.annotation
+            if isinstance(ann, str):  # from __future__ import annotations
+                ann = _resolve_annotation(ann, fn)
+            constexpr = isinstance(ann, ConstexprMarker) or ann is ConstexprMarker
+            if ann is p.empty or constexpr:
+                ann = None
+            elif not isinstance(ann, (ScalarType, PointerType)):
+                raise TypeError(f"kernel {fn.__name__}: parameter '{p.name}' has annotation {ann!r}; use tylo dtypes "
+                                f"(tylo.i32), tylo.Ptr[dtype] or tylo.constexpr")
+            default = p.default if p.default is not p.empty else _MISSING
+            self.params.append(_ParamSpec(p.name, constexpr, ann, default))
+        self.index = {p.name: i for i, p in enumerate(self.params)}
+        self._bound_cache: dict = {}
+        self._kernels: dict = {}
+        self._classifiers: list = [None] * len(self.params)
+        self._arch: str | None = None
+        self._deps = None
+
+    def __repr__(self):
+        return f"<tylo kernel {self.__qualname__}>"
+
+    def __call__(self, *args, **kwargs):
+        raise TypeError(f"launch kernel {self.__name__} with {self.__name__}[grid, block](...) or "
+                        f"{self.__name__}.launch(grid=..., block=..., ...)")
+
+    # -- launch ---------------------------------------------------------------------
+    def __getitem__(self, config):
+        bound = self._bound_cache.get(config)
+        if bound is None:
+            if not isinstance(config, tuple) or len(config) != 2:
+                raise TypeError(f"use {self.__name__}[grid, block](...): grid and block are ints or tuples")
+            bound = _Bound(self, _dim3(config[0], "grid"), _dim3(config[1], "block"))
+            if len(self._bound_cache) < 256:
+                self._bound_cache[config] = bound
+        return bound
+
+    def launch(self, *args, grid, block, stream=None, cluster=None, **kwargs):
+        """The full launch form. ``cluster`` is a thread-block-cluster shape (sm_90+)."""
+        return self._launch(_dim3(grid, "grid"), _dim3(block, "block"),
+                            None if cluster is None else _dim3(cluster, "cluster"), stream, args, kwargs)
+
+    def _launch(self, grid, block, cluster, stream, args, kwargs):
+        full = self._bind(args, kwargs)
+        key = [block]
+        values = []
+        classifiers = self._classifiers
+        for i, v in enumerate(full):
+            c = classifiers[i]
+            if c is None or c[0] is not type(v):
+                c = classifiers[i] = (type(v), self._classifier(i, v))
+            k, val = c[1](v)
+            key.append(k)
+            if val is not _MISSING:
+                values.append(val)
+        key = tuple(key)
+        compiled = self._kernels.get(key)
+        if compiled is None:
+            compiled = self._compile_for(key, full, block)
+        launcher = compiled.launcher
+        if stream is None:
+            handle = 0
+        elif type(stream) is int:
+            handle = stream
+        else:
+            from .runtime.streams import stream_handle
+            handle = stream_handle(stream)
+        if cluster is None:
+            launcher.launch(grid[0], grid[1], grid[2], block[0], block[1], block[2], handle, values)
+        else:
+            launcher.launch_cluster(grid, block, cluster, handle, values)
+
+    def _bind(self, args, kwargs):
+        n = len(self.params)
+        if not kwargs and len(args) == n:
+            return args
+        if len(args) > n:
+            raise TypeError(f"{self.__name__}() takes {n} arguments but {len(args)} were given")
+        full = list(args) + [_MISSING] * (n - len(args))
+        for name, v in kwargs.items():
+            i = self.index.get(name)
+            if i is None:
+                raise TypeError(f"{self.__name__}() got an unexpected argument '{name}'")
+            if i < len(args):
+                raise TypeError(f"{self.__name__}() got multiple values for argument '{name}'")
+            full[i] = v
+        for i, v in enumerate(full):
+            if v is _MISSING:
+                p = self.params[i]
+                if p.default is _MISSING:
+                    raise TypeError(f"{self.__name__}() is missing argument '{p.name}'")
+                full[i] = p.default
+        return full
+
+    def _classifier(self, i: int, sample):
+        """A function ``v -> (key part, launch value or _MISSING)`` for parameter ``i`` and ``type(v)``."""
+        p = self.params[i]
+        if p.constexpr:
+            def constexpr(v):
+                try:
+                    hash(v)
+                    return ("c", v), _MISSING
+                except TypeError:
+                    return ("c", repr(v)), _MISSING
+            return constexpr
+        ann = p.annotation
+        t = type(sample)
+        if t is bool:
+            if ann is not None and ann != T.bool_:
+                return self._scalar_classifier(p, ann)
+            return lambda v: ("bool",), int(v)
+        if t is int:
+            if ann is not None:
+                return self._scalar_classifier(p, ann)
+
+            def integer(v):
+                ty = "i32" if -2147483648 <= v <= 2147483647 else T.int_type_for(v).name
+                return (ty, v == 1, v % 16 == 0), v
+            return integer
+        if t is float:
+            if ann is not None:
+                return self._scalar_classifier(p, ann)
+            return lambda v: ("f32",), v
+        from .runtime.arrays import array_extractor
+
+        extract = array_extractor(t)
+        if extract is None:
+            raise TypeError(f"{self.__name__}: argument '{p.name}' is a {t.__module__}.{t.__qualname__}; expected a "
+                            f"device array (torch/cupy tensor, tylo.to_device(...), anything with "
+                            f"__cuda_array_interface__ or __dlpack__), an int, a float or a bool")
+        name = p.name
+        kernel = self.__name__
+        if ann is not None:
+            if not isinstance(ann, PointerType):
+                raise TypeError(f"{kernel}: argument '{name}' is annotated {ann} but got an array")
+            want = ann.elem.name
+
+            def typed_array(v):
+                try:
+                    ptr, dt = extract(v)
+                except TypeError as exc:
+                    raise TypeError(f"{kernel}: argument '{name}': {exc}") from None
+                if dt != want:
+                    raise TypeError(f"{kernel}: argument '{name}' is annotated Ptr[{want}] but the array holds {dt}")
+                return ("*" + dt, ptr & 15 == 0), ptr
+            return typed_array
+
+        def array(v):
+            try:
+                ptr, dt = extract(v)
+            except TypeError as exc:
+                raise TypeError(f"{kernel}: argument '{name}': {exc}") from None
+            return ("*" + dt, ptr & 15 == 0), ptr
+        return array
+
+    def _scalar_classifier(self, p, ann):
+        kernel = self.__name__
+        if isinstance(ann, PointerType):
+            def bad(v):
+                raise TypeError(f"{kernel}: argument '{p.name}' is annotated {ann} but got {type(v).__name__} {v!r}")
+            return bad
+        key = (ann.name,)
+
+        def scalar(v):
+            if ann.is_int and isinstance(v, float):
+                raise TypeError(f"{kernel}: argument '{p.name}' is annotated {ann} but got the float {v!r}")
+            if ann.is_int or ann.is_bool:
+                v = int(v)
+                lo, hi = (-(1 << (ann.bits - 1)), 1 << (ann.bits - 1)) if ann.is_signed else (0, 1 << ann.bits)
+                if not ann.is_bool and not lo <= v < hi:
+                    raise TypeError(f"{kernel}: argument '{p.name}' = {v} does not fit in {ann}")
+                return key, v
+            if ann.name in ("f16", "bf16"):
+                return key, _half_bits(float(v), ann.name)
+            return key, float(v)
+        return scalar
+
+    # -- compilation -------------------------------------------------------------------
+    def _target_arch(self) -> str:
+        if self._arch is None:
+            from .runtime import driver
+
+            self._arch = self.options.get("arch") or _arch_for(driver.compute_capability())
+        return self._arch
+
+    def _compile_for(self, key, full, block):
+        arch = self._target_arch()
+        spec = []
+        for p, part, v in zip(self.params, key[1:], full):
+            if p.constexpr:
+                spec.append(("constexpr", v))
+            else:
+                spec.append(part)
+        compiled = self._compile(spec, arch, maxntid=block)
+        self._kernels[key] = compiled
+        return compiled
+
+    def compile(self, signature=None, arch: str = "sm_90a", constexprs: dict | None = None, block=None):
+        """Compile ahead of time (no GPU needed) and store in the cache.
+
+        ``signature`` lists the non-constexpr parameters in order (``"*f32, *f32, i32, f32"``, or a list
+        of tylo types); ``constexprs`` gives every constexpr parameter's value; ``block`` (optional)
+        sets ``maxntid``.
+        """
+        from .codegen import get_target
+
+        get_target(arch)
+        constexprs = dict(constexprs or {})
+        runtime_params = [p for p in self.params if not p.constexpr]
+        types = parse_signature(signature) if signature is not None else [
+            (p.annotation, False) for p in runtime_params]
+        if len(types) != len(runtime_params):
+            names = ", ".join(p.name for p in runtime_params)
+            raise TypeError(f"{self.__name__}: the signature has {len(types)} entries but the kernel has "
+                            f"{len(runtime_params)} runtime parameters ({names})")
+        spec = []
+        it = iter(types)
+        for p in self.params:
+            if p.constexpr:
+                if p.name in constexprs:
+                    spec.append(("constexpr", constexprs.pop(p.name)))
+                elif p.default is not _MISSING:
+                    spec.append(("constexpr", p.default))
+                else:
+                    raise TypeError(f"{self.__name__}: constexpr parameter '{p.name}' needs a value")
+                continue
+            t, aligned = next(it)
+            if t is None:
+                raise TypeError(f"{self.__name__}: parameter '{p.name}' has no annotation; give a signature")
+            if p.annotation is not None and p.annotation != t:
+                raise TypeError(f"{self.__name__}: parameter '{p.name}' is annotated {p.annotation}, signature says {t}")
+            if isinstance(t, PointerType):
+                spec.append(("*" + t.elem.name, aligned))
+            elif t.is_int and p.annotation is None:
+                spec.append((t.name, False, False))
+            else:
+                spec.append((t.name,))
+        if constexprs:
+            raise TypeError(f"{self.__name__}: unknown constexpr parameter(s): {', '.join(constexprs)}")
+        return self._compile(spec, arch, maxntid=_dim3(block, "block") if block is not None else None)
+
+    def _dependencies(self):
+        if self._deps is None:
+            from .frontend.source import dependency_sources
+
+            self._deps = dependency_sources(self.fn)
+        return self._deps
+
+    def _compile(self, spec, arch, maxntid):
+        from .cache import cache_key, default_cache
+        from .codegen import lower_kernel, toolchain_versions
+        from .codegen import get_target
+
+        target = get_target(arch)
+        sig_text, params = _describe_spec(self.params, spec)
+        constexprs = {p.name: repr(s[1]) for p, s in zip(self.params, spec) if p.constexpr}
+        components = {
+            "tylo": _version, "toolchain": toolchain_versions(), "sources": self._dependencies(),
+            "kernel": self.fn.__qualname__, "specialization": sig_text, "constexprs": constexprs,
+            "target": arch, "options": {"maxntid": list(maxntid) if maxntid else None,
+                                        **{k: repr(v) for k, v in sorted(self.options.items())}},
+        }
+        key = cache_key(components)
+        cache = default_cache()
+        entry = cache.lookup(key)
+        if entry is not None:
+            meta = entry.meta
+            from .codegen import Resources
+
+            res = Resources(**{k: meta.get(k, 0) for k in Resources.__dataclass_fields__})
+            return CompiledKernel(
+                name=self.fn.__name__, arch=arch, signature=sig_text, key=key, ir=entry.text("kernel.tyir"),
+                llvm=entry.text("kernel.ll"), ptx=entry.text("kernel.ptx"), cubin=entry.read("kernel.cubin"),
+                resources=res, shared_bytes=meta.get("dynamic_shared_bytes", 0),
+                param_types=[_param_type(s) for s in spec if s[0] != "constexpr"],
+                compile_ms=meta.get("compile_ms", {}), from_cache=True)
+        compiled = self._build(params, target, maxntid, sig_text, key)
+        meta = {
+            "key": key, "kernel": self.fn.__name__, "qualname": self.fn.__qualname__,
+            "source_file": inspect.getsourcefile(self.fn), "source_line": self.fn.__code__.co_firstlineno,
+            "arch": arch, "signature": sig_text, "constexprs": constexprs, **compiled.resources.as_dict(),
+            "dynamic_shared_bytes": compiled.shared_bytes, "cubin_bytes": len(compiled.cubin),
+            "compile_ms": compiled.compile_ms, "created": time.time(), "tylo_version": _version,
+            "maxntid": list(maxntid) if maxntid else None,
+        }
+        cache.store(key, meta, {"kernel.tyir": compiled.ir, "kernel.ll": compiled.llvm, "kernel.ptx": compiled.ptx,
+                                "kernel.cubin": compiled.cubin})
+        return compiled
+
+    def _build(self, params, target, maxntid, sig_text, key) -> CompiledKernel:
+        from .codegen import llvm_to_ptx, lower_kernel, ptx_to_cubin
+        from .codegen.llvm import shared_memory_plan
+        from .frontend import generate_kernel
+        from .ir import print_kernel, run_passes
+
+        times = {}
+        t0 = time.perf_counter()
+        kernel = generate_kernel(self.fn, self.fn.__name__, params, target.name, maxntid)
+        t1 = time.perf_counter()
+        run_passes(kernel)
+        ir_text = print_kernel(kernel)
+        t2 = time.perf_counter()
+        llvm_ir = lower_kernel(kernel, target)
+        ptx = llvm_to_ptx(llvm_ir, target)
+        t3 = time.perf_counter()
+        cubin, resources, _log = ptx_to_cubin(ptx, target, self.fn.__name__)
+        t4 = time.perf_counter()
+        times = {"frontend": (t1 - t0) * 1e3, "passes": (t2 - t1) * 1e3, "llvm": (t3 - t2) * 1e3,
+                 "assemble": (t4 - t3) * 1e3, "total": (t4 - t0) * 1e3}
+        _, shared = shared_memory_plan(kernel)
+        return CompiledKernel(
+            name=self.fn.__name__, arch=target.name, signature=sig_text, key=key, ir=ir_text, llvm=llvm_ir,
+            ptx=ptx, cubin=cubin, resources=resources, shared_bytes=shared,
+            param_types=[p.value.type for p in kernel.params], compile_ms=times)
+
+
+def _param_type(part):
+    name = part[0]
+    if name.startswith("*"):
+        return PointerType(T.scalar_type(name[1:]), "global")
+    return T.scalar_type(name)
+
+
+def _describe_spec(params, spec):
+    """The signature text of a specialisation and the parameter bindings for the frontend."""
+    texts, bindings = [], []
+    for p, s in zip(params, spec):
+        if s[0] == "constexpr":
+            bindings.append((p.name, ("constexpr", s[1])))
+            continue
+        name = s[0]
+        t = _param_type(s)
+        if name.startswith("*"):
+            texts.append(name + (":16" if s[1] else ""))
+            bindings.append((p.name, ("runtime", t, ("align16",) if s[1] else ())))
+        elif len(s) == 3:  # an unannotated int: specialised on == 1 and % 16
+            if s[1]:
+                texts.append(f"{name}=1")
+                bindings.append((p.name, ("const", 1, t)))
+            else:
+                texts.append(name + (":16" if s[2] else ""))
+                bindings.append((p.name, ("runtime", t, ("div16",) if s[2] else ())))
+        else:
+            texts.append(name)
+            bindings.append((p.name, t))
+    return ", ".join(texts), bindings
+
+
+def _half_bits(value: float, name: str) -> int:
+    import ml_dtypes
+    import numpy as np
+
+    dt = np.float16 if name == "f16" else ml_dtypes.bfloat16
+    return int(np.array(value, dtype=dt).view(np.uint16))
+
+
+def _resolve_annotation(text, fn):
+    try:
+        return eval(text, fn.__globals__)  # annotations are expressions of the kernel's module
+    except Exception:
+        raise TypeError(f"kernel {fn.__name__}: cannot resolve annotation {text!r}") from None
+
+
+def jit(fn=None, **options):
+    """Decorate a kernel: ``@tylo.jit`` or ``@tylo.jit(arch="sm_90a")``."""
+    if fn is None:
+        return lambda f: JITFunction(f, options=options)
+    return JITFunction(fn, options=options)

@@ -1,0 +1,51 @@
+"""What every ``tylo.lang`` module shares: the builtin marker and the error type.
+
+A *builtin* is a function a kernel can call; the frontend passes it the
+emission context as ``_ctx`` (builder, kernel, target) and converts any
+``LangError`` it raises into a ``CompileError`` at the call's location.
+"""
+from __future__ import annotations
+
+import functools
+
+__all__ = ["LangError", "builtin", "is_builtin", "Context"]
+
+
+class LangError(Exception):
+    """A kernel used an operation wrongly; the frontend adds the source location."""
+
+
+def builtin(fn):
+    """Mark ``fn`` as callable from kernels. It must accept ``_ctx`` as a keyword."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, _ctx=None, **kwargs):
+        if _ctx is None:
+            raise RuntimeError(f"tylo.{fn.__name__} can only be called inside a @tylo.jit kernel")
+        return fn(*args, _ctx=_ctx, **kwargs)
+
+    wrapper.__tylo_builtin__ = True
+    return wrapper
+
+
+def is_builtin(obj) -> bool:
+    return getattr(obj, "__tylo_builtin__", False) is True
+
+
+class Context:
+    """The emission context handed to builtins (created by the frontend).
+
+    ``builder``: the IR builder at the current insertion point;
+    ``kernel``: the IR kernel being built (kernel-level attributes);
+    ``arch``: the target name (``sm_90a``) for feature checks.
+    """
+
+    def __init__(self, builder, kernel, arch: str):
+        self.builder = builder
+        self.kernel = kernel
+        self.arch = arch
+
+    @property
+    def sm(self) -> int:
+        """The numeric SM version (90 for sm_90a)."""
+        return int("".join(ch for ch in self.arch[3:] if ch.isdigit()))
