@@ -1,0 +1,41 @@
+"""The main job: compile every example kernel for sm_90a and print its resources; run them when a GPU is present.
+
+    python examples/run_examples.py [example ...]
+"""
+import importlib
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import tylo  # noqa: E402
+from tylo.runtime import driver  # noqa: E402
+
+EXAMPLES = ["vector_add", "block_reduction"]
+
+
+def main(argv=None) -> int:
+    names = (argv if argv is not None else sys.argv[1:]) or EXAMPLES
+    print(f"tylo {tylo.__version__}: compiling example kernels for sm_90a")
+    print(f"{'kernel':<16} {'signature':<34} {'regs':>5} {'spills':>7} {'shared':>7} {'compile ms':>11}")
+    for name in names:
+        module = importlib.import_module(name)
+        for kernel, signature, constexprs, block in module.AOT:
+            t0 = time.perf_counter()
+            ck = kernel.compile(signature=signature, arch="sm_90a", constexprs=constexprs, block=block)
+            ms = (time.perf_counter() - t0) * 1e3
+            r = ck.resources
+            print(f"{kernel.__name__:<16} {signature:<34} {r.registers:>5} {r.spill_bytes:>7} "
+                  f"{r.shared_bytes + ck.shared_bytes:>7} {ms:>11.1f}")
+    if not driver.gpu_available():
+        print("\nNo NVIDIA GPU or driver found: the kernels compiled, but running them needs a GPU.")
+        return 0
+    print(f"\nrunning on {driver.devices()[0]['name']}:")
+    for name in names:
+        importlib.import_module(name).run()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""CUDA stream arguments -> raw CUstream handles (ints).
+
+Semantics of ``stream=None``: handle 0, the CUDA *legacy default stream*.
+tylo does NOT pick up torch's (or cupy's) current stream implicitly: code
+that runs torch on a non-default stream must pass it, e.g.
+``kernel[grid](..., stream=torch.cuda.current_stream())``. Work on the
+legacy default stream is ordered with all blocking streams, so with torch's
+default setup (its default stream IS the legacy default stream) nothing
+needs to be passed.
+
+Accepted: None, int handles (0 = legacy default, 2 = per-thread default),
+objects with ``__cuda_stream__()`` -> (version, handle) (the CUDA stream
+protocol; a property form is accepted too), torch.cuda.Stream
+(``.cuda_stream``), cupy.cuda.Stream (``.ptr``), cuda.bindings
+``CUstream``/``cudaStream_t`` (``int(obj)``). torch and cupy are never
+imported here.
+"""
+
+from __future__ import annotations
+
+import threading
+
+__all__ = ["stream_handle", "stream_resolver"]
+
+_resolvers: dict[type, object] = {}
+_lock = threading.Lock()
+
+
+def _none(s):
+    return 0
+
+
+def _int(s):
+    if s < 0:
+        raise ValueError(f"stream handle must be a non-negative int, got {s}")
+    return s
+
+
+def _protocol(s):
+    v = s.__cuda_stream__
+    if callable(v):
+        v = v()
+    try:
+        _version, handle = v
+    except (TypeError, ValueError):
+        raise TypeError(f"{type(s).__qualname__}.__cuda_stream__ returned {v!r}, expected "
+                        "(version, handle)") from None
+    return int(handle)
+
+
+def _torch(s):
+    return int(s.cuda_stream)
+
+
+def _cupy(s):
+    return int(s.ptr)
+
+
+def _bindings(s):
+    return int(s)
+
+
+def _bad(s):
+    t = type(s)
+    raise TypeError(
+        f"stream must be None (the legacy default stream), an int CUstream handle, or a "
+        f"stream object (torch.cuda.Stream, cupy.cuda.Stream, cuda.bindings CUstream, or any "
+        f"object with __cuda_stream__); got {t.__module__}.{t.__qualname__}: {s!r:.80}")
+
+
+def _make_resolver(t: type):
+    if t is type(None):
+        return _none
+    if t is bool:
+        return _bad
+    if issubclass(t, int):
+        return _int
+    mod = getattr(t, "__module__", "") or ""
+    if mod.startswith("torch") and hasattr(t, "cuda_stream"):
+        return _torch
+    if hasattr(t, "__cuda_stream__"):
+        return _protocol
+    if mod.startswith("cupy") and hasattr(t, "ptr"):
+        return _cupy
+    if mod.startswith("cuda.") and t.__name__ in ("CUstream", "cudaStream_t") \
+            and hasattr(t, "__int__"):
+        return _bindings
+    return _bad
+
+
+def stream_resolver(t: type):
+    """``f(stream) -> int`` for stream objects of type ``t`` (cached per type).
+    For unsupported types ``f`` raises TypeError naming what was given."""
+    try:
+        return _resolvers[t]
+    except KeyError:
+        pass
+    f = _make_resolver(t)
+    with _lock:
+        _resolvers[t] = f
+    return f
+
+
+def stream_handle(stream) -> int:
+    """The raw CUstream handle of ``stream`` (see module doc). None -> 0."""
+    if stream is None:
+        return 0
+    return stream_resolver(type(stream))(stream)
