@@ -149,6 +149,9 @@ class _Lowering:
             if op.name in ("scf.yield", "scf.condition"):
                 continue  # consumed by the parent op
             handler = getattr(self, "op_" + op.name.replace(".", "_"), None)
+            if handler is None and op.name.startswith("math."):
+                self._math(op, op.name[5:])
+                continue
             if handler is None:
                 raise NotImplementedError(f"no lowering for IR op {op.name}")
             handler(op)

@@ -633,7 +633,8 @@ class Generator(ast.NodeVisitor):
 
     def _while_loop(self, node, loop, has_return, induction=None, test=None):
         """``scf.while`` for ``while`` statements and for ``range`` loops that can break."""
-        exits = [loop.brk] + ([_RET] if has_return else [])
+        has_break = any(_jumps(s, (ast.Break,)) for s in node.body)
+        exits = ([loop.brk] if has_break else []) + ([_RET] if has_return else [])
         self.scope[loop.brk] = False
         if has_return:
             self.scope.setdefault(_RET, False)
@@ -1080,7 +1081,13 @@ def _rt_max(gen, node, *args):
     return out
 
 
+def _rt_range(gen, node, *args):
+    raise gen.error(node, "range() with runtime bounds can only drive a for loop; comprehensions over runtime "
+                          "values are not supported")
+
+
 _RUNTIME_PY_BUILTINS = {
+    range: _rt_range,
     min: _rt_min,
     max: _rt_max,
     abs: lambda gen, node, x: L.abs(x, _ctx=gen.ctx),

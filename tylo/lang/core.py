@@ -225,6 +225,8 @@ def unary(ctx, op: str, x) -> Value:
     if op in _MATH_UNARY:
         if not t.is_float:
             x, t = cast(x, T.f32, _ctx=ctx), T.f32
+        if t == T.f64 and op not in ("sqrt", "floor", "ceil"):
+            raise LangError(f"{op} on f64 is not available (tylo has no f64 libm yet); convert to f32 first")
         return bld.value(f"math.{op}", [x], t)
     raise LangError(f"unsupported unary operator {op}")
 

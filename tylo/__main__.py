@@ -1,0 +1,8 @@
+"""``python -m tylo``: the tylo command line (see tylo/cli.py)."""
+
+import sys
+
+from tylo.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())
