@@ -111,7 +111,10 @@ print(json.dumps({"launch": sorted(res)[2]}))
 
 def run_child(code, env_extra, extra_args=()):
     env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""), **env_extra)
-    out = subprocess.run([sys.executable, "-c", code, *extra_args], env=env, capture_output=True, text=True)
+    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:  # kernels need a source file
+        f.write(code)
+    out = subprocess.run([sys.executable, f.name, *extra_args], env=env, capture_output=True, text=True)
+    os.unlink(f.name)
     if out.returncode != 0:
         raise RuntimeError(out.stderr[-3000:])
     return json.loads(out.stdout.strip().splitlines()[-1])

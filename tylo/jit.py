@@ -264,7 +264,7 @@ class JITFunction:
         if t is bool:
             if ann is not None and ann != T.bool_:
                 return self._scalar_classifier(p, ann)
-            return lambda v: ("bool",), int(v)
+            return lambda v: (("bool",), int(v))
         if t is int:
             if ann is not None:
                 return self._scalar_classifier(p, ann)
@@ -276,7 +276,7 @@ class JITFunction:
         if t is float:
             if ann is not None:
                 return self._scalar_classifier(p, ann)
-            return lambda v: ("f32",), v
+            return lambda v: (("f32",), v)
         from .runtime.arrays import array_extractor
 
         extract = array_extractor(t)

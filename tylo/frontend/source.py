@@ -93,7 +93,7 @@ def dependency_sources(fn, helper_attr: str = "__tylo_func__") -> list[str]:
             return
         seen.add(id(f))
         src = function_source(f)
-        out.append(f"def {f.__module__}.{f.__qualname__}:\n{src.text}")
+        out.append(f"def {f.__qualname__}:\n{src.text}")  # not the module name: `tylo compile` imports by path
         for node in ast.walk(src.tree):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 chain = [node.id]
