@@ -44,7 +44,9 @@ if len(sys.argv) > 1:
             launch(out, x, y, n)
         launches.append((time.perf_counter() - t) / reps)
         torch.cuda.synchronize()
-print(json.dumps({"first": first, "launch": sorted(launches)[len(launches) // 2] if launches else None}))
+ck = next(iter(vadd._kernels.values()))
+print(json.dumps({"first": first, "launch": sorted(launches)[len(launches) // 2] if launches else None,
+                  "stages_ms": ck.compile_ms if not ck.from_cache else "from cache"}))
 '''
 
 TRITON_CHILD = r'''
@@ -125,6 +127,10 @@ def measure(name, code, cache_var, n_launch):
         env = {cache_var: cache}
         cold = run_child(code, env)["first"]
         warm = run_child(code, env, [str(n_launch)])
+        cold_detail = run_child(code, {cache_var: tempfile.mkdtemp()}).get("stages_ms")
+    if cold_detail:
+        print(f"{name} cold compile stages (ms, second fresh process): "
+              + ", ".join(f"{k} {v:.1f}" for k, v in cold_detail.items()))
     return {"framework": name, "cold_ms": cold * 1e3, "warm_ms": warm["first"] * 1e3, "launch_us": warm["launch"] * 1e6}
 
 

@@ -168,7 +168,9 @@ class JITFunction:
             self.params.append(_ParamSpec(p.name, constexpr, ann, default))
         self.index = {p.name: i for i, p in enumerate(self.params)}
         self._bound_cache: dict = {}
-        self._kernels: dict = {}
+        self._kernels: dict = {}  # specialisation key -> CompiledKernel
+        self._launchers: dict = {}  # specialisation key -> Launcher (the fast path's only lookup)
+        self._nparams = len(self.params)
         self._classifiers: list = [None] * len(self.params)
         self._arch: str | None = None
         self._deps = None
@@ -197,11 +199,14 @@ class JITFunction:
                             None if cluster is None else _dim3(cluster, "cluster"), stream, args, kwargs)
 
     def _launch(self, grid, block, cluster, stream, args, kwargs):
-        full = self._bind(args, kwargs)
+        # The fast path: classify each argument with the function cached for its type, look the
+        # specialisation up, fill the prepared argument buffer. Keep it free of per-call setup.
+        full = args if not kwargs and len(args) == self._nparams else self._bind(args, kwargs)
         key = [block]
         values = []
         classifiers = self._classifiers
-        for i, v in enumerate(full):
+        i = 0
+        for v in full:
             c = classifiers[i]
             if c is None or c[0] is not type(v):
                 c = classifiers[i] = (type(v), self._classifier(i, v))
@@ -209,11 +214,11 @@ class JITFunction:
             key.append(k)
             if val is not _MISSING:
                 values.append(val)
+            i += 1
         key = tuple(key)
-        compiled = self._kernels.get(key)
-        if compiled is None:
-            compiled = self._compile_for(key, full, block)
-        launcher = compiled.launcher
+        launcher = self._launchers.get(key)
+        if launcher is None:
+            launcher = self._launchers[key] = self._compile_for(key, full, block).launcher
         if stream is None:
             handle = 0
         elif type(stream) is int:
@@ -298,7 +303,7 @@ class JITFunction:
                     raise TypeError(f"{kernel}: argument '{name}': {exc}") from None
                 if dt != want:
                     raise TypeError(f"{kernel}: argument '{name}' is annotated Ptr[{want}] but the array holds {dt}")
-                return ("*" + dt, ptr & 15 == 0), ptr
+                return (_PTR_NAME[dt], ptr & 15 == 0), ptr
             return typed_array
 
         def array(v):
@@ -306,7 +311,7 @@ class JITFunction:
                 ptr, dt = extract(v)
             except TypeError as exc:
                 raise TypeError(f"{kernel}: argument '{name}': {exc}") from None
-            return ("*" + dt, ptr & 15 == 0), ptr
+            return (_PTR_NAME[dt], ptr & 15 == 0), ptr
         return array
 
     def _scalar_classifier(self, p, ann):
@@ -468,6 +473,9 @@ class JITFunction:
             name=self.fn.__name__, arch=target.name, signature=sig_text, key=key, ir=ir_text, llvm=llvm_ir,
             ptx=ptx, cubin=cubin, resources=resources, shared_bytes=shared,
             param_types=[p.value.type for p in kernel.params], compile_ms=times)
+
+
+_PTR_NAME = {name: "*" + name for name in T.SCALAR_TYPES}
 
 
 def _param_type(part):

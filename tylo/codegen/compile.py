@@ -14,6 +14,7 @@ import tempfile
 import threading
 from dataclasses import asdict, dataclass
 
+from . import nvjitlink
 from .targets import Target
 
 __all__ = ["Resources", "llvm_to_ptx", "ptx_to_cubin", "toolchain_versions", "AssemblerError"]
@@ -101,34 +102,14 @@ def parse_resources(log: str) -> Resources:
     )
 
 
-def _nvjitlink():
-    try:
-        from cuda.bindings import nvjitlink
-        nvjitlink.version()  # loads libnvJitLink; raises when the pip package is missing
-        return nvjitlink
-    except Exception:
-        return None
-
-
 def ptx_to_cubin(ptx: str, target: Target, name: str = "kernel") -> tuple[bytes, Resources, str]:
     """Assemble PTX for ``target``: (cubin, resources, assembler log)."""
-    nvjl = _nvjitlink()
-    if nvjl is not None:
-        handle = nvjl.create(2, [f"-arch={target.name}", "-verbose", "-O3"])
+    if nvjitlink.available():
         try:
-            data = ptx.encode()
-            try:
-                nvjl.add_data(handle, nvjl.InputType.PTX, data, len(data), name)
-                nvjl.complete(handle)
-            except Exception as exc:
-                raise AssemblerError(f"nvJitLink failed for {target.name}: {exc}\n{_nvjl_log(nvjl, handle, error=True)}") from None
-            size = nvjl.get_linked_cubin_size(handle)
-            cubin = bytearray(size)
-            nvjl.get_linked_cubin(handle, cubin)
-            log = _nvjl_log(nvjl, handle)
-        finally:
-            nvjl.destroy(handle)
-        return bytes(cubin), parse_resources(log), log
+            cubin, log = nvjitlink.link_ptx(ptx, target.name, name)
+        except nvjitlink.NvJitLinkError as exc:
+            raise AssemblerError(str(exc)) from None
+        return cubin, parse_resources(log), log
     ptxas = shutil.which("ptxas")
     if ptxas is None:
         raise AssemblerError("no PTX assembler: install the pip package nvidia-nvjitlink (a tylo dependency) "
@@ -147,31 +128,18 @@ def ptx_to_cubin(ptx: str, target: Target, name: str = "kernel") -> tuple[bytes,
         return cubin, parse_resources(proc.stderr + proc.stdout), proc.stderr + proc.stdout
 
 
-def _nvjl_log(nvjl, handle, error: bool = False) -> str:
-    try:
-        if error:
-            size = nvjl.get_error_log_size(handle)
-            buf = bytearray(size)
-            nvjl.get_error_log(handle, buf)
-        else:
-            size = nvjl.get_info_log_size(handle)
-            buf = bytearray(size)
-            nvjl.get_info_log(handle, buf)
-        return bytes(buf).rstrip(b"\0").decode(errors="replace")
-    except Exception:
-        return ""
-
-
 @functools.lru_cache(maxsize=None)
 def toolchain_versions() -> dict:
-    """Versions that enter the cache key: LLVM (llvmlite) and the assembler."""
-    import llvmlite
-    import llvmlite.binding as llvm
+    """Versions that enter the cache key: llvmlite (which fixes the LLVM version) and the assembler.
 
-    out = {"llvmlite": llvmlite.__version__, "llvm": ".".join(map(str, llvm.llvm_version_info))}
-    nvjl = _nvjitlink()
-    if nvjl is not None:
-        out["assembler"] = "nvjitlink-" + ".".join(map(str, nvjl.version()))
+    Read from package metadata: importing llvmlite or loading nvJitLink just to
+    name them would cost more than a warm cache hit.
+    """
+    from importlib import metadata
+
+    out = {"llvmlite": metadata.version("llvmlite")}
+    if nvjitlink.available():
+        out["assembler"] = "nvjitlink-" + ".".join(map(str, nvjitlink.version()))
     else:
         ptxas = shutil.which("ptxas")
         if ptxas:

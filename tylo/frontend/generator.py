@@ -697,32 +697,17 @@ class Generator(ast.NodeVisitor):
         if node.orelse:
             raise self.error(node, "while ... else is not supported in kernels")
         has_return = any(_jumps(s, (ast.Return,)) for s in node.body)
+        # Try to run the loop in the compiler while its condition is a compile-time value. If the
+        # condition becomes a runtime value (a flag set under a runtime if), roll back what the
+        # iterations emitted and emit a runtime loop instead.
+        snapshot = (len(self.builder.block.ops), dict(self.scope), len(self.kernel.attrs["shared"]))
         cond = self.visit(node.test)
-        if not isinstance(cond, Value):
-            # compile-time loop: run it in the compiler
-            loop = self._push_loop()
-            try:
-                self.scope[loop.brk] = False
-                count = 0
-                while self._truth(node.test, cond):
-                    count += 1
-                    if count > 100_000:
-                        raise self.error(node, "compile-time while loop ran 100000 iterations; is it infinite?")
-                    self.scope[loop.cont] = False
-                    self.visit_body(node.body)
-                    flag = self.scope.get(loop.brk)
-                    if flag is True or self.scope.get(_RET) is True:
-                        break
-                    if isinstance(flag, Value) or isinstance(self.scope.get(_RET), Value):
-                        raise self.error(node, "break under a runtime condition inside a compile-time while loop is "
-                                               "not supported; make the loop condition a runtime value")
-                    cond = self.visit(node.test)
-                    if isinstance(cond, Value):
-                        raise self.error(node.test, "this while condition became a runtime value after the first "
-                                                    "iteration; initialise its variables as runtime values")
-            finally:
-                self._pop_loop(loop)
+        if not isinstance(cond, Value) and self._compile_time_while(node, cond):
             return
+        n_ops, scope, n_shared = snapshot
+        del self.builder.block.ops[n_ops:]
+        del self.kernel.attrs["shared"][n_shared:]
+        self.scope = scope
         loop = self._push_loop()
         try:
             self._while_loop(node, loop, has_return, test=node.test)
@@ -730,6 +715,30 @@ class Generator(ast.NodeVisitor):
             self._pop_loop(loop)
 
     # -- expressions --------------------------------------------------------------------
+
+    def _compile_time_while(self, node, cond) -> bool:
+        """Unroll a while loop whose condition is known at compile time; False if it turns runtime."""
+        loop = self._push_loop()
+        try:
+            self.scope[loop.brk] = False
+            count = 0
+            while self._truth(node.test, cond):
+                count += 1
+                if count > 100_000:
+                    raise self.error(node, "compile-time while loop ran 100000 iterations; is it infinite?")
+                self.scope[loop.cont] = False
+                self.visit_body(node.body)
+                flag = self.scope.get(loop.brk)
+                if flag is True or self.scope.get(_RET) is True:
+                    break
+                if isinstance(flag, Value) or isinstance(self.scope.get(_RET), Value):
+                    return False
+                cond = self.visit(node.test)
+                if isinstance(cond, Value):
+                    return False
+        finally:
+            self._pop_loop(loop)
+        return True
 
     def visit_Constant(self, node):
         return node.value

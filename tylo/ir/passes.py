@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
-
 from .core import Block, Kernel, Op, Value
 from .ops import op_info
 from .types import ScalarType, bool_
@@ -56,7 +54,10 @@ def _cdiv(a: int, b: int) -> int:
     return q if (a < 0) == (b < 0) else -q
 
 
-_NP_FLOAT = {"f32": np.float32, "f64": np.float64}
+def _np_float(name):
+    import numpy as np  # lazily: importing numpy costs more than compiling a small kernel
+
+    return {"f32": np.float32, "f64": np.float64}[name]
 
 
 def _fold(op: Op):
@@ -79,8 +80,8 @@ def _fold(op: Op):
             return {"lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b, "eq": a == b, "ne": a != b}[pred]
         if name == "arith.cast" and (t.is_int or t.is_bool):
             return _wrap(int(a), t) if not t.is_bool else bool(a)
-        if name == "arith.cast" and t.name in _NP_FLOAT:
-            return float(_NP_FLOAT[t.name](a))
+        if name == "arith.cast" and t.name in ("f32", "f64"):
+            return float(_np_float(t.name)(a))
         if name == "arith.select":
             return vals[1] if a else vals[2]
         fns = {
@@ -99,8 +100,10 @@ def _fold(op: Op):
                 return _wrap(a << b, t)
             return a >> b if t.is_signed else (a & ((1 << t.bits) - 1)) >> b
         return None
-    if isinstance(src_t, ScalarType) and src_t.name in _NP_FLOAT and t.name in _NP_FLOAT:
-        f = _NP_FLOAT[t.name]
+    if isinstance(src_t, ScalarType) and src_t.name in ("f32", "f64") and t.name in ("f32", "f64"):
+        import numpy as np
+
+        f = _np_float(t.name)
         if name == "arith.cast":
             return float(f(vals[0]))
         ops = {"arith.add": np.add, "arith.sub": np.subtract, "arith.mul": np.multiply}
@@ -137,6 +140,9 @@ def fold_constants(kernel: Kernel) -> None:
 
 
 def _simplify(op: Op, mapping: dict[int, Value]) -> None:
+    if op.name == "ptr.offset" and _const(op.operands[1]) == 0:
+        mapping[id(op.results[0])] = op.operands[0]
+        return
     if len(op.operands) != 2 or len(op.results) != 1:
         if op.name == "arith.select" and _const(op.operands[0]) is not None:
             mapping[id(op.results[0])] = op.operands[1] if _const(op.operands[0]) else op.operands[2]
@@ -160,8 +166,6 @@ def _simplify(op: Op, mapping: dict[int, Value]) -> None:
         elif ca == 1:
             mapping[id(r)] = b
     elif op.name == "arith.idiv" and cb == 1:
-        mapping[id(r)] = a
-    elif op.name == "ptr.offset" and cb == 0 and cb is not None:
         mapping[id(r)] = a
 
 
