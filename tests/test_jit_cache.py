@@ -132,3 +132,29 @@ def test_meta_json_records_resources(tmp_path):
         assert field in meta, field
     assert meta["kernel"] == "scaled" and meta["arch"] == "sm_90a" and meta["registers"] > 0
     assert meta["signature"] == "*f32, *f32, i32"
+
+
+def test_dependency_fingerprint_ignores_shadowed_globals_and_tracks_dtype_globals():
+    import tylo
+    from tylo.frontend.source import dependency_sources
+
+    class Expensive:
+        def __repr__(self):
+            raise AssertionError("repr of a shadowed global must not be taken")
+
+    ns = {"tylo": tylo, "x": Expensive(), "DT": tylo.bf16}
+    code = textwrap.dedent('''
+        def kern(out, x):
+            y = x[0]
+            out[0] = y.to(DT)
+    ''')
+    path = os.path.join(os.path.dirname(__file__), "_generated_dep_kernel.py")
+    with open(path, "w") as f:
+        f.write(code)
+    try:
+        exec(compile(code, path, "exec"), ns)
+        deps = dependency_sources(ns["kern"])
+        assert any("DT=" in d and "bf16" in d for d in deps)
+        assert not any(d.startswith("x=") for d in deps)
+    finally:
+        os.unlink(path)

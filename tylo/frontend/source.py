@@ -70,16 +70,31 @@ def function_source(fn) -> FunctionSource:
 
 
 def _stable_repr(value) -> str | None:
-    """A deterministic text for a compile-time global, or None when it has none."""
+    """A deterministic, cheap text for a compile-time global, or None when it has none.
+
+    Plain constants and tylo's own objects (dtypes, layouts, plans: small, stable reprs) are
+    spelled out; anything else is named by its type only, because an arbitrary repr can be
+    slow (a tensor) or differ between processes (an address).
+    """
     if value is None or isinstance(value, (bool, int, float, str, bytes)):
         return repr(value)
     if isinstance(value, (tuple, list, frozenset)):
         parts = [_stable_repr(v) for v in value]
         return None if None in parts else f"{type(value).__name__}({', '.join(parts)})"
-    text = repr(value)
-    if " at 0x" in text:  # default object repr: not stable across processes
-        return None
-    return f"{type(value).__module__}.{type(value).__qualname__}:{text}"
+    module = type(value).__module__
+    if module.startswith("tylo"):
+        text = repr(value)
+        return None if " at 0x" in text else f"{module}.{type(value).__qualname__}:{text}"
+    return f"<{module}.{type(value).__qualname__}>"
+
+
+def _local_names(tree) -> set:
+    """Parameters and names assigned in the function: they shadow globals of the same name."""
+    names = {a.arg for a in tree.args.args + tree.args.kwonlyargs + tree.args.posonlyargs}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+    return names
 
 
 def dependency_sources(fn, helper_attr: str = "__tylo_func__") -> list[str]:
@@ -94,6 +109,7 @@ def dependency_sources(fn, helper_attr: str = "__tylo_func__") -> list[str]:
         seen.add(id(f))
         src = function_source(f)
         out.append(f"def {f.__qualname__}:\n{src.text}")  # not the module name: `tylo compile` imports by path
+        local = _local_names(src.tree)
         for node in ast.walk(src.tree):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 chain = [node.id]
@@ -108,6 +124,8 @@ def dependency_sources(fn, helper_attr: str = "__tylo_func__") -> list[str]:
                 chain.append(cur.id)
                 chain.reverse()
             else:
+                continue
+            if chain[0] in local:
                 continue
             if chain[0] in src.closure:
                 value = src.closure[chain[0]]
@@ -134,7 +152,8 @@ def dependency_sources(fn, helper_attr: str = "__tylo_func__") -> list[str]:
                     visit(value)
                 except TypeError:
                     out.append(f"{'.'.join(chain)}=<function without source>")
-            elif getattr(value, "__module__", "").startswith("tylo") or value is getattr(builtins, chain[0], object()):
+            elif isinstance(value, (types.FunctionType, type)) and value.__module__.startswith("tylo") \
+                    or value is getattr(builtins, chain[0], object()):
                 continue
             else:
                 text = _stable_repr(value)
