@@ -16,7 +16,23 @@ from ..ir.types import PointerType, ScalarType
 from .ptx import core as ptx_core
 from .targets import Target
 
-__all__ = ["lower_kernel", "llvm_type"]
+__all__ = ["lower_kernel", "llvm_type", "lowering", "LOWERINGS"]
+
+# Lowerings of hardware ops, registered by the per-feature modules in codegen/ptx/
+# (``@lowering("nv.mma.sync")``). Each takes the ``_Lowering`` and the op.
+LOWERINGS: dict = {}
+
+
+def lowering(op_name: str):
+    """Register ``fn(lowering, op)`` as the LLVM lowering of IR op ``op_name``."""
+
+    def register(fn):
+        if op_name in LOWERINGS:
+            raise ValueError(f"two lowerings for {op_name}")
+        LOWERINGS[op_name] = fn
+        return fn
+
+    return register
 
 _SCALAR = {
     "bool": "i1", "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64", "u8": "i8", "u16": "i16",
@@ -89,6 +105,34 @@ class _Lowering:
     def declare(self, text: str):
         self.declares.add(text)
 
+    def asm(self, template: str, constraints: str, out_types=(), args=(), side_effects: bool = False):
+        """Emit inline PTX. ``out_types``: LLVM types of the outputs (in constraint order);
+        ``args``: ``(llvm_type, operand)`` pairs. Returns the names of the outputs.
+
+        Several outputs come back as a literal struct and are extracted one by one, so the
+        caller sees plain SSA names (a 128-register accumulator stays in registers).
+        """
+        text = template.replace("\\", "\\\\").replace('"', '\\22')
+        argtext = ", ".join(f"{t} {v}" for t, v in args)
+        effect = " sideeffect" if side_effects else ""
+        out_types = list(out_types)
+        if not out_types:
+            self.emit(f'call void asm{effect} "{text}", "{constraints}"({argtext})')
+            return []
+        if len(out_types) == 1:
+            name = self.fresh()
+            self.emit(f'{name} = call {out_types[0]} asm{effect} "{text}", "{constraints}"({argtext})')
+            return [name]
+        struct_t = "{ " + ", ".join(out_types) + " }"
+        agg = self.fresh()
+        self.emit(f'{agg} = call {struct_t} asm{effect} "{text}", "{constraints}"({argtext})')
+        names = []
+        for i in range(len(out_types)):
+            name = self.fresh()
+            self.emit(f"{name} = extractvalue {struct_t} {agg}, {i}")
+            names.append(name)
+        return names
+
     # -- kernel -----------------------------------------------------------------------
     def run(self) -> str:
         k = self.kernel
@@ -149,6 +193,9 @@ class _Lowering:
             if op.name in ("scf.yield", "scf.condition"):
                 continue  # consumed by the parent op
             handler = getattr(self, "op_" + op.name.replace(".", "_"), None)
+            if handler is None and op.name in LOWERINGS:
+                LOWERINGS[op.name](self, op)
+                continue
             if handler is None and op.name.startswith("math."):
                 self._math(op, op.name[5:])
                 continue
