@@ -1,5 +1,13 @@
-"""The CUDA driver, through cuda-bindings (everything except the launch fast
-path, which lives in ``launch.py`` and calls libcuda through ctypes).
+"""The CUDA driver, called through ctypes on ``libcuda.so.1`` (the launch fast
+path lives in ``launch.py`` and uses the same library handle, ``_dll()``).
+
+cuda-bindings is not imported here: importing ``cuda.bindings.driver`` costs
+about 23 ms, which used to dominate the first launch of a cached kernel in a
+fresh process. Each driver entry point is resolved once, on first use, from the
+one ``ctypes.CDLL('libcuda.so.1')`` handle, with argtypes/restype set from the
+prototypes in ``cuda.h``; where ``cuda.h`` maps the API name to a versioned
+symbol (``#define cuMemAlloc cuMemAlloc_v2``) the versioned symbol is the one
+called. Errors name the API call as the header spells it (``cuMemAlloc``).
 
 Importing this module makes no driver call. The driver is initialised lazily
 (``cuInit``) on the first function that needs it, once, under a lock. On a
@@ -16,6 +24,7 @@ The other functions here use whatever context is current, and fall back to
 
 from __future__ import annotations
 
+import ctypes
 import threading
 
 import numpy as np
@@ -35,12 +44,117 @@ _lock = threading.RLock()
 _state: dict = {"init": None}      # None: not tried; True: ok; NoGPUError: failed
 _primary: dict[int, int] = {}      # device ordinal -> retained primary CUcontext
 _modules: dict[int, bytes] = {}    # CUmodule -> image bytes kept alive
-_d = None                          # cuda.bindings.driver, imported lazily
+_lib: dict = {}                    # "handle": the ctypes.CDLL of libcuda.so.1
+_fns: dict = {}                    # API name -> resolved ctypes function
+_d = None                          # cuda.bindings.driver, only for _bindings()
 
 _NO_GPU_CODES = {100, 34}          # CUDA_ERROR_NO_DEVICE, CUDA_ERROR_STUB_LIBRARY
+_LIBCUDA = "libcuda.so.1"
+
+# --------------------------------------------------------------- cuda.h values
+# CUdevice_attribute
+_DEV_MAX_THREADS_PER_BLOCK = 1
+_DEV_MULTIPROCESSOR_COUNT = 16
+_DEV_COMPUTE_CAPABILITY_MAJOR = 75
+_DEV_COMPUTE_CAPABILITY_MINOR = 76
+_DEV_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97
+# CUfunction_attribute
+_FUNC_MAX_THREADS_PER_BLOCK = 0
+_FUNC_SHARED_SIZE_BYTES = 1
+_FUNC_CONST_SIZE_BYTES = 2
+_FUNC_LOCAL_SIZE_BYTES = 3
+_FUNC_NUM_REGS = 4
+_FUNC_PTX_VERSION = 5
+_FUNC_BINARY_VERSION = 6
+_FUNC_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+# CUpointer_attribute
+_PTR_DEVICE_ORDINAL = 9
+
+# ------------------------------------------------------------------ prototypes
+# CUresult is an enum (int); CUdevice is int; CUdeviceptr is unsigned long long
+# (64-bit hosts); CUcontext/CUmodule/CUfunction/CUstream are pointers.
+_i, _u, _uc, _sz, _ull = ctypes.c_int, ctypes.c_uint, ctypes.c_ubyte, ctypes.c_size_t, \
+    ctypes.c_ulonglong
+_vp, _cp = ctypes.c_void_p, ctypes.c_char_p
+_P = ctypes.POINTER
+
+# API name -> (libcuda symbol, argtypes)
+_PROTOS: dict[str, tuple[str, list]] = {
+    "cuInit": ("cuInit", [_u]),                                       # (unsigned Flags)
+    "cuDriverGetVersion": ("cuDriverGetVersion", [_P(_i)]),           # (int*)
+    "cuDeviceGetCount": ("cuDeviceGetCount", [_P(_i)]),               # (int*)
+    "cuDeviceGet": ("cuDeviceGet", [_P(_i), _i]),                     # (CUdevice*, int)
+    "cuDeviceGetName": ("cuDeviceGetName", [_cp, _i, _i]),            # (char*, int, CUdevice)
+    "cuDeviceGetAttribute": ("cuDeviceGetAttribute", [_P(_i), _i, _i]),  # (int*, attr, CUdevice)
+    "cuDeviceTotalMem": ("cuDeviceTotalMem_v2", [_P(_sz), _i]),       # (size_t*, CUdevice)
+    "cuDevicePrimaryCtxRetain": ("cuDevicePrimaryCtxRetain", [_P(_vp), _i]),  # (CUcontext*, CUdevice)
+    "cuCtxGetCurrent": ("cuCtxGetCurrent", [_P(_vp)]),                # (CUcontext*)
+    "cuCtxSetCurrent": ("cuCtxSetCurrent", [_vp]),                    # (CUcontext)
+    "cuCtxGetDevice": ("cuCtxGetDevice", [_P(_i)]),                   # (CUdevice*)
+    "cuCtxSynchronize": ("cuCtxSynchronize", []),                     # (void)
+    "cuModuleLoadData": ("cuModuleLoadData", [_P(_vp), _cp]),         # (CUmodule*, const void*)
+    "cuModuleUnload": ("cuModuleUnload", [_vp]),                      # (CUmodule)
+    "cuModuleGetFunction": ("cuModuleGetFunction", [_P(_vp), _vp, _cp]),  # (CUfunction*, CUmodule, const char*)
+    "cuFuncGetAttribute": ("cuFuncGetAttribute", [_P(_i), _i, _vp]),  # (int*, attr, CUfunction)
+    "cuFuncSetAttribute": ("cuFuncSetAttribute", [_vp, _i, _i]),      # (CUfunction, attr, int)
+    "cuMemAlloc": ("cuMemAlloc_v2", [_P(_ull), _sz]),                 # (CUdeviceptr*, size_t)
+    "cuMemFree": ("cuMemFree_v2", [_ull]),                            # (CUdeviceptr)
+    "cuMemcpyHtoD": ("cuMemcpyHtoD_v2", [_ull, _vp, _sz]),            # (CUdeviceptr, const void*, size_t)
+    "cuMemcpyDtoH": ("cuMemcpyDtoH_v2", [_vp, _ull, _sz]),            # (void*, CUdeviceptr, size_t)
+    "cuMemcpyDtoD": ("cuMemcpyDtoD_v2", [_ull, _ull, _sz]),           # (CUdeviceptr, CUdeviceptr, size_t)
+    "cuMemsetD8": ("cuMemsetD8_v2", [_ull, _uc, _sz]),                # (CUdeviceptr, unsigned char, size_t)
+    "cuStreamSynchronize": ("cuStreamSynchronize", [_vp]),            # (CUstream)
+    "cuPointerGetAttribute": ("cuPointerGetAttribute", [_vp, _i, _ull]),  # (void*, attr, CUdeviceptr)
+    "cuGetErrorName": ("cuGetErrorName", [_i, _P(_cp)]),              # (CUresult, const char**)
+    "cuGetErrorString": ("cuGetErrorString", [_i, _P(_cp)]),          # (CUresult, const char**)
+}
+
+
+def _dll() -> ctypes.CDLL:
+    """The process's one ctypes handle of libcuda.so.1 (shared with launch.py);
+    raises NoGPUError when the library cannot be loaded."""
+    lib = _lib.get("handle")
+    if lib is not None:
+        return lib
+    with _lock:
+        lib = _lib.get("handle")
+        if lib is None:
+            try:
+                lib = ctypes.CDLL(_LIBCUDA)
+            except OSError as e:
+                raise NoGPUError(DRIVER_NOT_FOUND, call=f"dlopen({_LIBCUDA})",
+                                 description=str(e)) from None
+            _lib["handle"] = lib
+        return lib
+
+
+def _resolve(name: str):
+    symbol, argtypes = _PROTOS[name]
+    try:
+        lib = _dll()
+    except NoGPUError as e:
+        raise NoGPUError(DRIVER_NOT_FOUND, call=name, description=e.description) from None
+    try:
+        fn = lib[symbol]
+    except AttributeError:
+        raise NoGPUError(DRIVER_NOT_FOUND, call=name,
+                         description=f"{_LIBCUDA} has no symbol {symbol} "
+                                     "(the CUDA driver is too old)") from None
+    fn.argtypes = argtypes
+    fn.restype = ctypes.c_int
+    _fns[name] = fn
+    return fn
+
+
+def _fn(name: str):
+    fn = _fns.get(name)
+    return fn if fn is not None else _resolve(name)
 
 
 def _bindings():
+    """cuda.bindings.driver, imported on demand. Nothing in tylo's load/launch
+    path uses it; it is kept for the launch-cost comparisons (launch.py's
+    ``_launch_cost_ns``, tests/runtime/bench_launch_detail.py)."""
     global _d
     if _d is None:
         try:
@@ -53,15 +167,14 @@ def _bindings():
 
 
 def _error_name_and_text(code: int) -> tuple[str | None, str | None]:
-    d = _bindings()
     name = text = None
     try:
-        err, s = d.cuGetErrorName(d.CUresult(code))
-        if int(err) == 0 and s:
-            name = s.decode() if isinstance(s, bytes) else str(s)
-        err, s = d.cuGetErrorString(d.CUresult(code))
-        if int(err) == 0 and s:
-            text = s.decode() if isinstance(s, bytes) else str(s)
+        s = ctypes.c_char_p()
+        if _fn("cuGetErrorName")(code, ctypes.byref(s)) == 0 and s.value:
+            name = s.value.decode(errors="replace")
+        s = ctypes.c_char_p()
+        if _fn("cuGetErrorString")(code, ctypes.byref(s)) == 0 and s.value:
+            text = s.value.decode(errors="replace")
     except Exception:
         pass
     return name, text
@@ -75,27 +188,40 @@ def _raise(code: int, call: str):
     raise CudaError(code, name, call, text)
 
 
-def _call(fn, *args, name: str | None = None):
-    """Call a cuda.bindings function, raise CudaError on failure, return the
-    result value(s) without the status."""
-    call = name or fn.__name__
-    try:
-        res = fn(*args)
-    except CudaError:
-        raise
-    except Exception as e:
-        if _state["init"] is not True:
-            raise NoGPUError(DRIVER_NOT_FOUND, call=call, description=str(e)) from None
-        raise
-    if isinstance(res, tuple):
-        err, rest = res[0], res[1:]
-    else:
-        err, rest = res, ()
-    if int(err) != 0:
-        _raise(int(err), call)
-    if not rest:
-        return None
-    return rest[0] if len(rest) == 1 else rest
+def _call(name: str, *args) -> None:
+    """Call driver API ``name`` (as cuda.h spells it) with ctypes arguments;
+    raise CudaError (NoGPUError for no device / no driver) on failure."""
+    err = _fn(name)(*args)
+    if err:
+        _raise(err, name)
+
+
+def _u64(value, what: str) -> int:
+    """``value`` as a CUdeviceptr / handle value: ctypes would wrap a negative
+    or too-large int silently, so check it here."""
+    v = int(value)
+    if not 0 <= v < 1 << 64:
+        raise OverflowError(f"{what} {value!r} does not fit in 64 unsigned bits")
+    return v
+
+
+def _out_int(name: str, *args) -> int:
+    """Call ``name(int *out, *args)``; return ``out``."""
+    out = ctypes.c_int()
+    _call(name, ctypes.byref(out), *args)
+    return out.value
+
+
+def _out_ptr(name: str, *args) -> int:
+    """Call ``name(void **out, *args)``; return ``out`` as int (0 for NULL)."""
+    out = ctypes.c_void_p()
+    _call(name, ctypes.byref(out), *args)
+    return out.value or 0
+
+
+def _set_current(ctx: int) -> None:
+    """cuCtxSetCurrent(ctx) (used by launch.py's retry path)."""
+    _call("cuCtxSetCurrent", _u64(ctx, "CUcontext"))
 
 
 def _init():
@@ -112,9 +238,11 @@ def _init():
         if st is not None:
             raise st
         try:
-            d = _bindings()
-            res = d.cuInit(0)
-            err = int(res[0] if isinstance(res, tuple) else res)
+            try:
+                _dll()
+            except NoGPUError as e:
+                raise OSError(e.description) from None
+            err = _fn("cuInit")(0)
             if err != 0:
                 name, text = _error_name_and_text(err)
                 if err in _NO_GPU_CODES:
@@ -124,15 +252,16 @@ def _init():
                     _state["init"] = exc
                     raise exc
                 raise exc
-            cnt = d.cuDeviceGetCount()
-            if int(cnt[0]) != 0 or int(cnt[1]) == 0:
-                raise NoGPUError(100, None, "cuDeviceGetCount", "no CUDA device found")
+            cnt = ctypes.c_int()
+            if _fn("cuDeviceGetCount")(ctypes.byref(cnt)) != 0 or cnt.value == 0:
+                raise NoGPUError(100, "CUDA_ERROR_NO_DEVICE", "cuDeviceGetCount",
+                                 "no CUDA device found")
         except NoGPUError as e:
             _state["init"] = e
             raise
         except CudaError:
             raise
-        except Exception as e:  # libcuda missing: cuda.pathfinder raises here
+        except Exception as e:  # libcuda missing (dlopen failed) or unusable
             exc = NoGPUError(DRIVER_NOT_FOUND, None, "cuInit",
                              f"the CUDA driver library could not be loaded: {e}")
             _state["init"] = exc
@@ -153,7 +282,7 @@ def driver_version() -> int | None:
     """The driver's CUDA version as an int (e.g. 13000), or None without a driver."""
     try:
         _init()
-        return int(_call(_bindings().cuDriverGetVersion))
+        return _out_int("cuDriverGetVersion")
     except Exception:
         return None
 
@@ -162,27 +291,25 @@ def device_count() -> int:
     """Number of CUDA devices; 0 without a GPU (never raises)."""
     try:
         _init()
-        return int(_call(_bindings().cuDeviceGetCount))
+        return _out_int("cuDeviceGetCount")
     except Exception:
         return 0
 
 
-def _device(ordinal: int):
+def _device(ordinal: int) -> int:
     _init()
-    return _call(_bindings().cuDeviceGet, int(ordinal))
+    return _out_int("cuDeviceGet", int(ordinal))
 
 
-def _attr(dev, attr) -> int:
-    return int(_call(_bindings().cuDeviceGetAttribute, attr, dev))
+def _attr(dev: int, attr: int) -> int:
+    return _out_int("cuDeviceGetAttribute", attr, dev)
 
 
 def compute_capability(device: int = 0) -> tuple[int, int]:
     """(major, minor) of ``device``; raises NoGPUError without a GPU."""
-    d = _bindings()
     dev = _device(device)
-    A = d.CUdevice_attribute
-    return (_attr(dev, A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
-            _attr(dev, A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR))
+    return (_attr(dev, _DEV_COMPUTE_CAPABILITY_MAJOR),
+            _attr(dev, _DEV_COMPUTE_CAPABILITY_MINOR))
 
 
 def devices() -> list[dict]:
@@ -191,26 +318,27 @@ def devices() -> list[dict]:
     max_threads_per_block. [] without a GPU; never raises."""
     try:
         _init()
-        d = _bindings()
-        A = d.CUdevice_attribute
         out = []
-        for i in range(int(_call(d.cuDeviceGetCount))):
-            dev = _call(d.cuDeviceGet, i)
-            raw = _call(d.cuDeviceGetName, 256, dev)
-            name = raw.split(b"\0", 1)[0].decode(errors="replace")
-            major = _attr(dev, A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR)
-            minor = _attr(dev, A.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)
+        for i in range(_out_int("cuDeviceGetCount")):
+            dev = _out_int("cuDeviceGet", i)
+            buf = ctypes.create_string_buffer(256)
+            _call("cuDeviceGetName", buf, 256, dev)
+            name = buf.raw.split(b"\0", 1)[0].decode(errors="replace")
+            major = _attr(dev, _DEV_COMPUTE_CAPABILITY_MAJOR)
+            minor = _attr(dev, _DEV_COMPUTE_CAPABILITY_MINOR)
+            total = ctypes.c_size_t()
+            _call("cuDeviceTotalMem", ctypes.byref(total), dev)
             out.append({
                 "ordinal": i,
                 "name": name,
                 "compute_capability": f"sm_{major}{minor}",
                 "major": major,
                 "minor": minor,
-                "total_memory": int(_call(d.cuDeviceTotalMem, dev)),
-                "sm_count": _attr(dev, A.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT),
+                "total_memory": int(total.value),
+                "sm_count": _attr(dev, _DEV_MULTIPROCESSOR_COUNT),
                 "max_shared_memory_per_block_optin":
-                    _attr(dev, A.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
-                "max_threads_per_block": _attr(dev, A.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK),
+                    _attr(dev, _DEV_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN),
+                "max_threads_per_block": _attr(dev, _DEV_MAX_THREADS_PER_BLOCK),
             })
         return out
     except Exception:
@@ -222,7 +350,7 @@ def devices() -> list[dict]:
 def current_context() -> int:
     """The CUcontext current on this thread as an int (0 when none)."""
     _init()
-    return int(_call(_bindings().cuCtxGetCurrent))
+    return _out_ptr("cuCtxGetCurrent")
 
 
 def _primary_context(device: int) -> int:
@@ -232,7 +360,7 @@ def _primary_context(device: int) -> int:
             ctx = _primary.get(device)
             if ctx is None:
                 dev = _device(device)
-                ctx = int(_call(_bindings().cuDevicePrimaryCtxRetain, dev))
+                ctx = _out_ptr("cuDevicePrimaryCtxRetain", dev)
                 _primary[device] = ctx
     return ctx
 
@@ -244,21 +372,20 @@ def ensure_context(device: int = 0) -> int:
     cupy's, for example) is used as is. Otherwise the device's primary context
     is retained (once per process, cached) and made current.
     """
-    d = _bindings()
     _init()
-    cur = int(_call(d.cuCtxGetCurrent))
+    cur = _out_ptr("cuCtxGetCurrent")
     if cur:
-        if int(_call(d.cuCtxGetDevice)) == device:
+        if _out_int("cuCtxGetDevice") == device:
             return cur
     ctx = _primary_context(device)
-    _call(d.cuCtxSetCurrent, d.CUcontext(ctx))
+    _call("cuCtxSetCurrent", ctx)
     return ctx
 
 
 def _need_context() -> int:
     """The current context, or device 0's primary context made current."""
     _init()
-    cur = int(_call(_bindings().cuCtxGetCurrent))
+    cur = _out_ptr("cuCtxGetCurrent")
     return cur if cur else ensure_context(0)
 
 
@@ -266,7 +393,7 @@ def current_device() -> int:
     """Ordinal of the device of this thread's context (making device 0's
     primary context current when there is none)."""
     _need_context()
-    return int(_call(_bindings().cuCtxGetDevice))
+    return _out_int("cuCtxGetDevice")
 
 
 # ------------------------------------------------------------------ modules
@@ -281,52 +408,52 @@ def load_module(image: bytes) -> int:
     if not image.startswith(b"\x7fELF") and not image.endswith(b"\0"):
         image += b"\0"  # PTX text must be NUL-terminated
     _need_context()
-    mod = int(_call(_bindings().cuModuleLoadData, image))
+    mod = _out_ptr("cuModuleLoadData", image)
     _modules[mod] = image
     return mod
 
 
 def unload_module(module: int) -> None:
-    d = _bindings()
-    _call(d.cuModuleUnload, d.CUmodule(int(module)))
+    _call("cuModuleUnload", _u64(module, "CUmodule"))
     _modules.pop(int(module), None)
 
 
 def get_function(module: int, name: str) -> int:
     """CUfunction (as int) of kernel ``name`` in ``module``."""
-    d = _bindings()
     _init()
-    return int(_call(d.cuModuleGetFunction, d.CUmodule(int(module)), name.encode()))
+    return _out_ptr("cuModuleGetFunction", _u64(module, "CUmodule"), name.encode())
+
+
+_FUNC_ATTRS = (
+    ("num_regs", _FUNC_NUM_REGS),
+    ("shared_size_bytes", _FUNC_SHARED_SIZE_BYTES),
+    ("max_threads_per_block", _FUNC_MAX_THREADS_PER_BLOCK),
+    ("local_size_bytes", _FUNC_LOCAL_SIZE_BYTES),
+    ("const_size_bytes", _FUNC_CONST_SIZE_BYTES),
+    ("ptx_version", _FUNC_PTX_VERSION),
+    ("binary_version", _FUNC_BINARY_VERSION),
+    ("max_dynamic_shared_size_bytes", _FUNC_MAX_DYNAMIC_SHARED_SIZE_BYTES),
+)
 
 
 def function_attributes(func: int) -> dict:
     """num_regs, shared_size_bytes (static), max_threads_per_block,
     local_size_bytes, const_size_bytes, ptx_version, binary_version,
     max_dynamic_shared_size_bytes."""
-    d = _bindings()
     _init()
-    F = d.CUfunction_attribute
-    f = d.CUfunction(int(func))
-    keys = {
-        "num_regs": F.CU_FUNC_ATTRIBUTE_NUM_REGS,
-        "shared_size_bytes": F.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES,
-        "max_threads_per_block": F.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
-        "local_size_bytes": F.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES,
-        "const_size_bytes": F.CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES,
-        "ptx_version": F.CU_FUNC_ATTRIBUTE_PTX_VERSION,
-        "binary_version": F.CU_FUNC_ATTRIBUTE_BINARY_VERSION,
-        "max_dynamic_shared_size_bytes": F.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-    }
-    return {k: int(_call(d.cuFuncGetAttribute, a, f)) for k, a in keys.items()}
+    f = _u64(func, "CUfunction")
+    return {k: _out_int("cuFuncGetAttribute", a, f) for k, a in _FUNC_ATTRS}
 
 
 def set_max_dynamic_shared_memory(func: int, nbytes: int) -> None:
     """cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES): needed before
     launching with more than 48 KiB of dynamic shared memory."""
-    d = _bindings()
     _init()
-    _call(d.cuFuncSetAttribute, d.CUfunction(int(func)),
-          d.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, int(nbytes))
+    n = int(nbytes)
+    if not -(1 << 31) <= n < 1 << 31:
+        raise OverflowError(f"set_max_dynamic_shared_memory: {nbytes!r} does not fit in an int")
+    _call("cuFuncSetAttribute", _u64(func, "CUfunction"),
+          _FUNC_MAX_DYNAMIC_SHARED_SIZE_BYTES, n)
 
 
 # ------------------------------------------------------------------- memory
@@ -339,16 +466,18 @@ def mem_alloc(nbytes: int) -> int:
     _need_context()
     if nbytes == 0:
         return 0
-    return int(_call(_bindings().cuMemAlloc, nbytes))
+    out = ctypes.c_ulonglong()
+    _call("cuMemAlloc", ctypes.byref(out), _u64(nbytes, "mem_alloc size"))
+    return out.value
 
 
 def mem_free(ptr: int) -> None:
     """cuMemFree; ``mem_free(0)`` does nothing."""
     if not ptr:
         return
-    d = _bindings()
+    p = _u64(ptr, "device pointer")
     _need_context()
-    _call(d.cuMemFree, d.CUdeviceptr(int(ptr)))
+    _call("cuMemFree", p)
 
 
 def _host_address(buf, writable: bool) -> tuple[int, int, object]:
@@ -373,9 +502,10 @@ def memcpy_htod(dst: int, host_buffer, nbytes: int | None = None) -> None:
         raise ValueError(f"memcpy_htod: {n} bytes requested, host buffer has {size}")
     if n == 0:
         return
-    d = _bindings()
+    d = _u64(dst, "device pointer")
+    n = _u64(n, "memcpy_htod size")
     _need_context()
-    _call(d.cuMemcpyHtoD, d.CUdeviceptr(int(dst)), addr, n)
+    _call("cuMemcpyHtoD", d, addr, n)
     del keep
 
 
@@ -387,18 +517,20 @@ def memcpy_dtoh(host_buffer, src: int, nbytes: int | None = None) -> None:
         raise ValueError(f"memcpy_dtoh: {n} bytes requested, host buffer has {size}")
     if n == 0:
         return
-    d = _bindings()
+    s = _u64(src, "device pointer")
+    n = _u64(n, "memcpy_dtoh size")
     _need_context()
-    _call(d.cuMemcpyDtoH, addr, d.CUdeviceptr(int(src)), n)
+    _call("cuMemcpyDtoH", addr, s, n)
     del keep
 
 
 def memcpy_dtod(dst: int, src: int, nbytes: int) -> None:
     if not nbytes:
         return
-    d = _bindings()
+    d, s = _u64(dst, "device pointer"), _u64(src, "device pointer")
+    n = _u64(nbytes, "memcpy_dtod size")
     _need_context()
-    _call(d.cuMemcpyDtoD, d.CUdeviceptr(int(dst)), d.CUdeviceptr(int(src)), int(nbytes))
+    _call("cuMemcpyDtoD", d, s, n)
 
 
 def memset_d8(ptr: int, value: int, nbytes: int) -> None:
@@ -407,22 +539,22 @@ def memset_d8(ptr: int, value: int, nbytes: int) -> None:
         raise ValueError(f"memset_d8: byte value {value} is not in 0..255")
     if not nbytes:
         return
-    d = _bindings()
+    p, n = _u64(ptr, "device pointer"), _u64(nbytes, "memset_d8 size")
     _need_context()
-    _call(d.cuMemsetD8, d.CUdeviceptr(int(ptr)), int(value), int(nbytes))
+    _call("cuMemsetD8", p, int(value), n)
 
 
 def synchronize() -> None:
     """cuCtxSynchronize on the current context."""
     _need_context()
-    _call(_bindings().cuCtxSynchronize)
+    _call("cuCtxSynchronize")
 
 
 def stream_synchronize(handle: int) -> None:
     """cuStreamSynchronize(handle); 0 is the legacy default stream."""
-    d = _bindings()
+    h = _u64(handle, "CUstream")
     _need_context()
-    _call(d.cuStreamSynchronize, d.CUstream(int(handle)))
+    _call("cuStreamSynchronize", h)
 
 
 def pointer_device(ptr: int) -> int | None:
@@ -430,10 +562,9 @@ def pointer_device(ptr: int) -> int | None:
     (no GPU, or not a device pointer)."""
     try:
         _init()
-        d = _bindings()
-        v = _call(d.cuPointerGetAttribute,
-                  d.CUpointer_attribute.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-                  d.CUdeviceptr(int(ptr)))
-        return int(v)
+        out = ctypes.c_int()
+        _call("cuPointerGetAttribute", ctypes.byref(out), _PTR_DEVICE_ORDINAL,
+              _u64(ptr, "device pointer"))
+        return out.value
     except Exception:
         return None

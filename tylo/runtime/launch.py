@@ -42,7 +42,7 @@ import struct
 import threading
 import time
 
-from .errors import DRIVER_NOT_FOUND, CudaError, NoGPUError
+from .errors import CudaError
 
 __all__ = ["Launcher", "ArgPacker", "CUlaunchConfig", "CUlaunchAttribute",
            "CUlaunchAttributeValue", "CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION"]
@@ -108,11 +108,9 @@ def _libcuda():
     with _lib_lock:
         if "fns" in _lib_state:
             return _lib_state["fns"]
-        try:
-            lib = ctypes.CDLL("libcuda.so.1")
-        except OSError as e:
-            raise NoGPUError(DRIVER_NOT_FOUND, call="dlopen(libcuda.so.1)",
-                             description=str(e)) from None
+        from .driver import _dll  # the one libcuda.so.1 handle of the process
+
+        lib = _dll()  # raises NoGPUError(DRIVER_NOT_FOUND) without libcuda
         vp, u = ctypes.c_void_p, ctypes.c_uint
         launch = lib.cuLaunchKernel
         launch.argtypes = [vp, u, u, u, u, u, u, u, vp, vp, vp]
@@ -425,9 +423,8 @@ class Launcher(ArgPacker):
         if not self._ctx:
             return False
         from . import driver
-        d = driver._bindings()
         try:
-            driver._call(d.cuCtxSetCurrent, d.CUcontext(self._ctx))
+            driver._set_current(self._ctx)
         except CudaError:
             return False
         return True
