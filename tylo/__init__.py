@@ -12,6 +12,10 @@ from .lang.core import (SharedArray, abs, atomic_add, atomic_cas, atomic_exch, a
                         block_idx, cast, ceil, cos, exp, exp2, fma, floor, grid_dim, lane_id, log, log2, maximum,
                         minimum, printf, rsqrt, shared_array, shfl_down, shfl_sync, shfl_up, shfl_xor, sin, sqrt,
                         static_assert, static_range, sync_threads, tanh, thread_idx, warp_id, where)
+from .lang.fragment import Fragment, PackedFragment, full, pack, unpack
+from .lang.tiles import GlobalTile, SharedTile, Tile, load, permutedims, store, window
+from .layouts import (ComposedLayout, Layout, Ownership, Swizzle, broadcast_plan, reduction_plan,
+                      vector_access_plan)
 from .jit import CompiledKernel, JITFunction, func, jit
 from .runtime.errors import CudaError
 from .runtime.arrays import DeviceArray, to_device
@@ -27,5 +31,7 @@ __all__ = [
     "shared_array", "SharedArray", "shfl_sync", "shfl_xor", "shfl_up", "shfl_down", "atomic_add", "atomic_max",
     "atomic_min", "atomic_cas", "atomic_exch", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tanh",
     "floor", "ceil", "fma", "abs", "min", "max", "minimum", "maximum", "where", "cast", "static_assert",
-    "static_range", "printf",
+    "static_range", "printf", "Fragment", "PackedFragment", "full", "pack", "unpack", "GlobalTile", "SharedTile",
+    "Tile", "load", "store", "window", "permutedims", "Layout", "ComposedLayout", "Swizzle", "Ownership",
+    "reduction_plan", "broadcast_plan", "vector_access_plan",
 ]

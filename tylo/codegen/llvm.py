@@ -13,7 +13,6 @@ import struct
 from ..ir import types as T
 from ..ir.core import Block, Kernel, Op, Value
 from ..ir.types import PointerType, ScalarType
-from .ptx import core as ptx_core
 from .targets import Target
 
 __all__ = ["lower_kernel", "llvm_type", "lowering", "LOWERINGS"]
@@ -33,6 +32,11 @@ def lowering(op_name: str):
         return fn
 
     return register
+
+
+# The per-feature modules register their lowerings on import; they need ``lowering`` above.
+from .ptx import core as ptx_core  # noqa: E402
+
 
 _SCALAR = {
     "bool": "i1", "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64", "u8": "i8", "u16": "i16",
@@ -455,6 +459,9 @@ class _Lowering:
         elem = llvm_type(p.type.elem, memory=True)
         self._result(op, f"getelementptr inbounds {elem}, {llvm_type(p.type)} {self.ref(p)}, {lt} {idx}")
 
+    def op_ptr_cast(self, op):
+        self.bind(op.results[0], self.ref(op.operands[0]))  # opaque pointers: same address, new pointee
+
     def op_ptr_to_int(self, op):
         p = op.operands[0]
         self._result(op, f"ptrtoint {llvm_type(p.type)} {self.ref(p)} to {llvm_type(op.results[0].type)}")
@@ -480,6 +487,44 @@ class _Lowering:
             self.emit(f"{w} = zext i1 {x} to i8")
             x = w
         self.emit(f"store {llvm_type(t, memory=True)} {x}, {llvm_type(p.type)} {self.ref(p)}, align {t.itemsize}")
+
+    def op_mem_vload(self, op):
+        p = op.operands[0]
+        t = op.results[0].type
+        n = len(op.results)
+        vt = f"<{n} x {llvm_type(t, memory=True)}>"
+        vec = self.fresh()
+        self.emit(f"{vec} = load {vt}, {llvm_type(p.type)} {self.ref(p)}, align {op.attrs['align']}")
+        for i, r in enumerate(op.results):
+            self._result_of(r, f"extractelement {vt} {vec}, i32 {i}")
+
+    def op_mem_vstore(self, op):
+        p, *vals = op.operands
+        t = vals[0].type
+        et = llvm_type(t, memory=True)
+        vt = f"<{len(vals)} x {et}>"
+        vec = "undef"
+        for i, v in enumerate(vals):
+            nxt = self.fresh()
+            self.emit(f"{nxt} = insertelement {vt} {vec}, {et} {self.ref(v)}, i32 {i}")
+            vec = nxt
+        self.emit(f"store {vt} {vec}, {llvm_type(p.type)} {self.ref(p)}, align {op.attrs['align']}")
+
+    def _result_of(self, value, expr):
+        name = self.fresh()
+        self.emit(f"{name} = {expr}")
+        self.bind(value, name)
+
+    def op_nv_pack2(self, op):
+        lo, hi = (self.convert(self.ref(v), v.type, T.f32) for v in op.operands)
+        kind = {"bf16": "bf16x2", "f16": "f16x2"}[op.attrs["dtype"]]
+        (word,) = self.asm(f"cvt.rn.{kind}.f32 $0, $1, $2;", "=r,f,f", ["i32"], [("float", hi), ("float", lo)])
+        self.bind(op.results[0], word)
+
+    def op_nv_unpack2(self, op):
+        lo, hi = self.asm("mov.b32 {$0, $1}, $2;", "=h,=h,r", ["i16", "i16"], [("i32", self.ref(op.operands[0]))])
+        for r, bits in zip(op.results, (lo, hi)):
+            self._result_of(r, f"bitcast i16 {bits} to {llvm_type(r.type)}")
 
     def op_mem_shared_alloc(self, op):
         offsets, _ = shared_memory_plan(self.kernel)

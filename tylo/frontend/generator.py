@@ -22,6 +22,7 @@ from ..ir.core import Block, Kernel, Location, Value
 from ..ir.types import ScalarType
 from ..lang import core as L
 from ..lang.base import Context, LangError, is_builtin
+from ..lang.indexing import accepts_runtime_ints, wrap_tree
 from .errors import CompileError
 from .source import FunctionSource, function_source
 from .values import flatten, unflatten
@@ -1008,6 +1009,13 @@ class Generator(ast.NodeVisitor):
         runtime = any(flatten(a)[0] for a in args) or any(flatten(v)[0] for v in kwargs.values())
         if fn in _RUNTIME_PY_BUILTINS and runtime:
             return _RUNTIME_PY_BUILTINS[fn](self, node, *args, **kwargs)
+        if runtime and accepts_runtime_ints(fn):
+            args = [wrap_tree(self.ctx, a) for a in args]
+            kwargs = {k: wrap_tree(self.ctx, v) for k, v in kwargs.items()}
+            try:
+                return fn(*args, **kwargs)
+            except (ValueError, TypeError) as exc:
+                raise self.error(node, f"{getattr(fn, '__qualname__', fn)}: {exc}") from None
         if runtime:
             name = getattr(fn, "__qualname__", repr(fn))
             raise self.error(node, f"{name} is called with runtime values but is neither a tylo builtin nor a "

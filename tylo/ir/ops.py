@@ -144,6 +144,7 @@ register_op("math.fma", 3, 1, True, _float_only)
 
 register_op("ptr.offset", 2, 1, True, _ptr_offset)
 register_op("ptr.to_int", 1, 1, True)
+register_op("ptr.cast", 1, 1, True)  # the same address as a pointer to another element type
 register_op("mem.load", 1, 1, False, _load)
 register_op("mem.store", 2, 0, False, _store)
 register_op("mem.shared_alloc", 0, 1, True)
@@ -154,6 +155,11 @@ register_op("nv.shfl", 2, 1, False)
 register_op("nv.atomic", None, 1, False, _atomic)
 register_op("nv.assume", 1, 0, False)
 register_op("nv.printf", None, 0, False)
+
+register_op("nv.pack2", 2, 1, True)      # two f32 -> one word of bf16x2/f16x2 (attr dtype)
+register_op("nv.unpack2", 1, 2, True)    # one word -> two 16-bit values, low half first
+register_op("mem.vload", 1, None, False)  # a vector load: results are the elements
+register_op("mem.vstore", None, 0, False)  # a vector store: ptr, elements
 
 register_op("scf.if", 1, None, False)
 register_op("scf.for", None, None, False)

@@ -173,6 +173,8 @@ def binary(ctx, op: str, a, b) -> Value:
         if t.is_bool:
             raise LangError("% on bools is not defined")
         return bld.value("arith.irem", [a, b], t)
+    if op in ("min", "max"):
+        return bld.value(f"arith.{op}", [a, b], t)
     if op == "**":
         raise LangError("** is not supported on runtime values; use multiplication or tylo.exp2")
     if op == "@":
@@ -235,6 +237,8 @@ def cast(x, dtype: ScalarType, *, _ctx) -> Value:
     """Convert a scalar to ``dtype`` (C conversion rules: float->int truncates toward zero)."""
     if not isinstance(dtype, ScalarType):
         raise LangError(f"cast target must be a tylo dtype, got {dtype!r}")
+    if _structured(x):
+        return x.map(_ctx, lambda v: cast(v, dtype, _ctx=_ctx))
     if not isinstance(x, Value):
         return to_value(_ctx, x, dtype)
     if not isinstance(x.type, ScalarType):
@@ -499,8 +503,15 @@ def atomic_cas(ptr, compare, value, *, _ctx):
 
 # -- math -------------------------------------------------------------------------------
 
+def _structured(x) -> bool:
+    """A structured value (a fragment) that applies scalar functions slot by slot."""
+    return hasattr(type(x), "__tylo_flatten__") and hasattr(type(x), "map")
+
+
 def _math1(name):
     def fn(x, *, _ctx):
+        if _structured(x):
+            return x.map(_ctx, lambda v: unary(_ctx, name, v))
         if not isinstance(x, Value):
             return _host_math(name, x)
         return unary(_ctx, name, x)
@@ -532,6 +543,8 @@ tanh = _math1("tanh")
 
 @builtin
 def abs(x, *, _ctx):  # noqa: A001 - mirrors Python's abs inside kernels
+    if _structured(x):
+        return x.map(_ctx, lambda v: unary(_ctx, "abs", v))
     if not isinstance(x, Value):
         return x if not isinstance(x, (int, float)) else (x if x >= 0 else -x)
     return unary(_ctx, "abs", x)
@@ -554,6 +567,9 @@ def fma(a, b, c, *, _ctx):
 
 
 def _minmax(ctx, op, a, b):
+    for x, y in ((a, b), (b, a)):
+        if _structured(x):
+            return x.__tylo_binary__(ctx, op, y, x is b)
     a, b, t = _operands(ctx, a, b, op)
     return ctx.builder.value(f"arith.{op}", [a, b], t)
 
@@ -575,7 +591,10 @@ def maximum(a, b, *, _ctx):
 
 @builtin
 def where(cond, a, b, *, _ctx):
-    """``a if cond else b`` evaluating both sides (a select, no branch)."""
+    """``a if cond else b`` evaluating both sides (a select, no branch); slot by slot on fragments."""
+    for x in (cond, a, b):
+        if _structured(x):
+            return _where_fragments(_ctx, cond, a, b, x)
     if not isinstance(cond, Value):
         return a if cond else b
     cond = to_bool(_ctx, cond)
@@ -585,6 +604,14 @@ def where(cond, a, b, *, _ctx):
     else:
         a, b, _ = _operands(_ctx, a, b, "where")
     return _ctx.builder.value("arith.select", [cond, a, b], a.type)
+
+
+def _where_fragments(ctx, cond, a, b, like):
+    def slots(x):
+        return x._operand_values(ctx, x, "where") if x is like else like._operand_values(ctx, x, "where")
+
+    out = [where(c, x, y, _ctx=ctx) for c, x, y in zip(slots(cond), slots(a), slots(b))]
+    return type(like)(out[0].type, like.ownership, out)
 
 
 # -- compile-time helpers -----------------------------------------------------------

@@ -1,0 +1,78 @@
+"""Inline PTX for ``ldmatrix``, ``stmatrix`` and ``cp.async`` (see ``tylo.lang.copy``).
+
+Shared addresses reach PTX as the 32-bit shared-window address (``ptrtoint`` of the
+``addrspace(3)`` pointer to i32, constraint ``r``); global ones as the 64-bit address
+(constraint ``l``). Every op is ``sideeffect`` with a ``~{memory}`` clobber, so LLVM keeps
+ordinary loads and stores on their side of it.
+"""
+from __future__ import annotations
+
+from ..llvm import lowering
+
+__all__ = ["ldmatrix_template", "stmatrix_template", "cp_async_template"]
+
+_MEM = "~{memory}"
+
+
+def _addr(lw, ptr_value, bits: int) -> str:
+    from ..llvm import llvm_type  # defined after the per-feature modules are imported
+
+    name = lw.fresh()
+    lw.emit(f"{name} = ptrtoint {llvm_type(ptr_value.type)} {lw.ref(ptr_value)} to i{bits}")
+    return name
+
+
+def ldmatrix_template(num: int, trans: bool) -> str:
+    regs = ", ".join(f"${i}" for i in range(num))
+    return f"ldmatrix.sync.aligned.m8n8.x{num}{'.trans' if trans else ''}.shared.b16 {{{regs}}}, [${num}];"
+
+
+def stmatrix_template(num: int, trans: bool) -> str:
+    regs = ", ".join(f"${i + 1}" for i in range(num))
+    return f"stmatrix.sync.aligned.m8n8.x{num}{'.trans' if trans else ''}.shared.b16 [$0], {{{regs}}};"
+
+
+def cp_async_template(nbytes: int, cache: str, zero_fill: bool) -> str:
+    return f"cp.async.{cache}.shared.global [$0], [$1], {nbytes}{', $2' if zero_fill else ''};"
+
+
+@lowering("nv.ldmatrix")
+def lower_ldmatrix(lw, op):
+    num, trans = op.attrs["num"], op.attrs["trans"]
+    addr = _addr(lw, op.operands[0], 32)
+    cons = ",".join(["=r"] * num + ["r", _MEM])
+    names = lw.asm(ldmatrix_template(num, trans), cons, ["i32"] * num, [("i32", addr)], side_effects=True)
+    for r, name in zip(op.results, names):
+        lw.bind(r, name)
+
+
+@lowering("nv.stmatrix")
+def lower_stmatrix(lw, op):
+    num, trans = op.attrs["num"], op.attrs["trans"]
+    ptr, *regs = op.operands
+    addr = _addr(lw, ptr, 32)
+    args = [("i32", addr)] + [("i32", lw.ref(r)) for r in regs]
+    cons = ",".join(["r"] * (1 + num) + [_MEM])
+    lw.asm(stmatrix_template(num, trans), cons, [], args, side_effects=True)
+
+
+@lowering("nv.cp_async")
+def lower_cp_async(lw, op):
+    dst, src, *size = op.operands
+    args = [("i32", _addr(lw, dst, 32)), ("i64", _addr(lw, src, 64))]
+    cons = ["r", "l"]
+    if size:
+        args.append(("i32", lw.ref(size[0])))
+        cons.append("r")
+    template = cp_async_template(op.attrs["nbytes"], op.attrs["cache"], bool(size))
+    lw.asm(template, ",".join(cons + [_MEM]), [], args, side_effects=True)
+
+
+@lowering("nv.cp_async.commit")
+def lower_commit(lw, op):
+    lw.asm("cp.async.commit_group;", _MEM, [], [], side_effects=True)
+
+
+@lowering("nv.cp_async.wait")
+def lower_wait(lw, op):
+    lw.asm(f"cp.async.wait_group {op.attrs['n']};", _MEM, [], [], side_effects=True)

@@ -1,0 +1,55 @@
+"""Inline PTX for WGMMA: fence, mma_async, commit_group, wait_group.
+
+The accumulators are f32 registers that pass *through* each op: outputs
+``=f`` x N, inputs tied to them with ``0`` .. ``N-1``. So the register
+allocator keeps them in place (no moves between WGMMAs) and no arithmetic
+on the results can be scheduled above a ``wait_group``.
+"""
+from __future__ import annotations
+
+from ..llvm import lowering
+
+__all__ = []
+
+
+def _through(lw, op, template: str, extra_constraints: str = "", extra_args=()):
+    """Emit ``template`` with the op's f32 accumulators tied in and out; bind the results."""
+    n = len(op.results)
+    if n == 0:
+        cons = ",".join(c for c in (extra_constraints, "~{memory}") if c)
+        lw.asm(template, cons, (), list(extra_args), side_effects=True)
+        return
+    cons = ",".join(["=f"] * n + [str(i) for i in range(n)] + ([extra_constraints] if extra_constraints else [])
+                    + ["~{memory}"])
+    args = [("float", lw.ref(v)) for v in op.operands[-n:]] + list(extra_args)
+    names = lw.asm(template, cons, ["float"] * n, args, side_effects=True)
+    for r, name in zip(op.results, names):
+        lw.bind(r, name)
+
+
+@lowering("nv.wgmma.fence")
+def _fence(lw, op):
+    _through(lw, op, "wgmma.fence.sync.aligned;")
+
+
+@lowering("nv.wgmma.commit_group")
+def _commit(lw, op):
+    _through(lw, op, "wgmma.commit_group.sync.aligned;")
+
+
+@lowering("nv.wgmma.wait_group")
+def _wait(lw, op):
+    _through(lw, op, f"wgmma.wait_group.sync.aligned {op.attrs['n']};")
+
+
+@lowering("nv.wgmma.mma_async")
+def _mma(lw, op):
+    n = len(op.results)
+    desc_a, desc_b, scale = op.operands[:3]
+    acc = ", ".join(f"${i}" for i in range(n))
+    a, b, s = 2 * n, 2 * n + 1, 2 * n + 2   # inputs after the n tied accumulators
+    imms = ", ".join(str(i) for i in op.attrs["immediates"])
+    template = (f"{{ .reg .pred p; setp.ne.b32 p, ${s}, 0; "
+                f"{op.attrs['opcode']} {{{acc}}}, ${a}, ${b}, p, {imms}; }}")
+    _through(lw, op, template, "l,l,r",
+             [("i64", lw.ref(desc_a)), ("i64", lw.ref(desc_b)), ("i32", lw.ref(scale))])

@@ -1,0 +1,422 @@
+"""Memory tiles and the transfers between tiles and fragments.
+
+A tile borrows a typed pointer and describes storage with a static layout
+(logical coordinate -> element offset, swizzles included), a static logical
+shape and a runtime origin kept *inside* the layout map (so a window of a
+swizzled tile keeps the swizzle phase). ``load(tile, ownership)`` gives each
+thread the values its ownership assigns it; ``store(tile, fragment)`` writes
+them back. Both group a thread's slots into 16/8/4-byte vector accesses when
+``vector_access_plan`` says the storage and the alignment allow it.
+
+Alignment: ``align`` claims the byte alignment of the tile's origin element.
+A static window origin updates the claim exactly; a runtime origin keeps the
+parent's claim, which is then the caller's contract (the origin must be a
+multiple of the vector width along the contiguous axis). Global coordinates
+are widened to 64 bits before they are multiplied by strides.
+"""
+from __future__ import annotations
+
+import math
+
+from ..ir import types as T
+from ..ir.core import Value
+from ..ir.types import PointerType
+from ..layouts import ComposedLayout, Layout, Ownership, ownership_table, vector_access_plan
+from ..layouts import permutedims as _permute_layout
+from . import core as L
+from .base import LangError, builtin
+from .fragment import Fragment, PackedFragment
+from .indexing import RuntimeInt, unwrap, wrap
+
+__all__ = ["Tile", "GlobalTile", "SharedTile", "load", "store", "window", "permutedims", "thread_in_group"]
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+class Tile:
+    """A view of global or shared memory: pointer + static layout + (runtime) origin + static shape."""
+
+    def __init__(self, ptr: Value, layout, shape=None, origin=None, align: int = 16):
+        self.ptr = ptr
+        self.layout = layout
+        self.shape = tuple(shape) if shape is not None else _extents(layout)
+        self.origin = tuple(origin) if origin is not None else (0,) * len(self.shape)
+        self.align = align
+
+    @property
+    def space(self) -> str:
+        return self.ptr.type.space
+
+    @property
+    def dtype(self):
+        return self.ptr.type.elem
+
+    # -- structured value protocol -------------------------------------------------------
+    # Runtime leaves: the pointer, runtime origin entries and runtime layout strides
+    # (a layout built in the kernel from runtime ints holds them as RuntimeInt leaves).
+    def __tylo_flatten__(self):
+        origin = [unwrap(o) for o in self.origin]
+        leaves = [self.ptr] + [o for o in origin if isinstance(o, Value)]
+        pattern = tuple(o if _is_int(o) else None for o in origin)
+        layout_key, dyn, ctx = self.layout, [], None
+        shape = self.shape
+        if isinstance(self.layout, Layout) and not self.layout.is_static:
+            dyn = [x for x in _leaves((self.layout.shape, self.layout.stride)) if isinstance(x, RuntimeInt)]
+            ctx = dyn[0].ctx
+            layout_key = _stride_pattern((self.layout.shape, self.layout.stride))
+            leaves += [x.value for x in dyn]
+            shape = _stride_pattern(self.shape)
+        return leaves, (layout_key, shape, pattern, self.align, len(dyn), ctx)
+
+    @classmethod
+    def __tylo_unflatten__(cls, static, leaves):
+        layout, shape, pattern, align, n_dyn, ctx = static
+        it = iter(leaves[1:])
+        origin = tuple(next(it) if o is None else o for o in pattern)
+        if n_dyn:
+            shape_tree, stride_tree = _fill_strides(layout, it, ctx)
+            layout = Layout(shape_tree, stride_tree)
+            shape = _extents(layout) if None in shape else shape
+        return cls(leaves[0], layout, shape, origin, align)
+
+    def __repr__(self):
+        return f"Tile({self.ptr.type}, {self.layout!r}, shape={self.shape})"
+
+    # -- views --------------------------------------------------------------------------------
+    def __tylo_window__(self, origin, shape, check):
+        origin = tuple(origin)
+        shape = tuple(shape)
+        if len(origin) != len(self.shape) or len(shape) != len(self.shape):
+            raise LangError(f"window of a rank-{len(self.shape)} tile needs {len(self.shape)} origin and shape entries")
+        for o, s, e in zip(origin, shape, self.shape):
+            if not _is_int(s) or s <= 0:
+                raise LangError(f"window shapes must be positive compile-time ints, got {shape}")
+            if check and _is_int(o) and _is_int(e) and not (0 <= o and o + s <= e):
+                raise LangError(f"window origin {origin} with shape {shape} leaves the tile's shape {self.shape}")
+            if check and _is_int(e) and s > e:
+                raise LangError(f"window shape {shape} is larger than the tile's shape {self.shape}")
+        new_origin = tuple(_add(a, b) for a, b in zip(self.origin, origin))
+        align = self.align
+        if all(_is_int(o) for o in origin):
+            delta = _static_offset(self.layout, self.origin, origin)
+            if delta is not None:
+                align = math.gcd(align, delta * self.dtype.itemsize) if delta else align
+        return Tile(self.ptr, self.layout, shape, new_origin, align)
+
+    def __tylo_permutedims__(self, perm):
+        return Tile(self.ptr, _permute_layout(self.layout, perm), tuple(self.shape[p] for p in perm),
+                    tuple(self.origin[p] for p in perm), self.align)
+
+    # -- addressing ------------------------------------------------------------------------------
+    def pointer(self, ctx, coord):
+        """The element pointer of logical ``coord`` (relative to this view's origin)."""
+        return _slot_pointer(ctx, self, tuple(coord))
+
+    def __tylo_getattr__(self, ctx, name):
+        if name == "pointer":
+            return _BoundPointer(self)
+        if name in ("shape", "layout", "dtype", "ptr", "align", "space", "origin"):
+            return getattr(self, name)
+        raise LangError(f"a tile has no attribute '{name}'")
+
+    def _coord(self, index):
+        idx = index if isinstance(index, tuple) else (index,)
+        if len(idx) != len(self.shape):
+            raise LangError(f"a tile of shape {self.shape} needs {len(self.shape)} coordinates, got {len(idx)}")
+        return idx
+
+    def __tylo_getitem__(self, ctx, index):
+        return L.load(ctx, self.pointer(ctx, self._coord(index)))
+
+    def __tylo_setitem__(self, ctx, index, value):
+        L.store(ctx, self.pointer(ctx, self._coord(index)), value)
+
+
+class _BoundPointer:
+    __tylo_builtin__ = True
+
+    def __init__(self, tile):
+        self.tile = tile
+
+    def __call__(self, coord, *, _ctx):
+        return self.tile.pointer(_ctx, tuple(coord))
+
+
+def _stride_pattern(stride):
+    if isinstance(stride, tuple):
+        return tuple(_stride_pattern(s) for s in stride)
+    return None if isinstance(stride, RuntimeInt) else stride
+
+
+def _fill_strides(pattern, it, ctx):
+    if isinstance(pattern, tuple):
+        return tuple(_fill_strides(p, it, ctx) for p in pattern)
+    return RuntimeInt(ctx, next(it)) if pattern is None else pattern
+
+
+def _extents(layout) -> tuple:
+    """Extent of each top-level mode (runtime when a leaf of the mode is)."""
+    shape = layout.shape
+    if not isinstance(shape, tuple):
+        shape = (shape,)
+    out = []
+    for s in shape:
+        total = 1
+        for leaf in _leaves(s):
+            total = leaf * total if not _is_int(total) or total != 1 else leaf
+        out.append(total)
+    return tuple(out)
+
+
+def _leaves(s):
+    if isinstance(s, tuple):
+        for x in s:
+            yield from _leaves(x)
+    else:
+        yield s
+
+
+def _add(a, b):
+    if _is_int(a) and a == 0:
+        return b
+    if _is_int(b) and b == 0:
+        return a
+    if _is_int(a) and _is_int(b):
+        return a + b
+    return _Sum(a, b)  # added with the builder when the address is formed, in the address's width
+
+
+class _Sum:
+    """A pending runtime sum of origin parts, added with the builder when addresses are formed."""
+
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+
+def _materialize_sum(ctx, x, t):
+    if isinstance(x, _Sum):
+        return wrap(ctx, _materialize_sum(ctx, x.a, t), t) + wrap(ctx, _materialize_sum(ctx, x.b, t), t)
+    return x
+
+
+def _evaluate(layout, coord):
+    return layout(tuple(coord))
+
+
+def _static_offset(layout, origin, delta):
+    if not all(_is_int(o) for o in origin):
+        return None
+    try:
+        a = layout(tuple(o + d for o, d in zip(origin, delta)))
+        b = layout(tuple(origin))
+        return int(a) - int(b)
+    except Exception:
+        return None
+
+
+def _validate_layout(layout, what):
+    if not isinstance(layout, (Layout, ComposedLayout)):
+        raise LangError(f"{what} needs a tylo.layouts Layout (or a swizzled ComposedLayout), got {layout!r}")
+    if isinstance(layout, ComposedLayout) and not layout.is_static:
+        raise LangError(f"{what}: a swizzled layout must be static, got {layout!r}")
+
+
+def _make_tile(space, ptr, layout, align, what):
+    if not isinstance(ptr, Value) or not isinstance(ptr.type, PointerType):
+        raise LangError(f"{what} borrows a typed pointer, got {ptr!r}")
+    if hasattr(ptr, "ptr") and not isinstance(ptr, Value):
+        ptr = ptr.ptr
+    if ptr.type.space != space:
+        raise LangError(f"{what} needs a {space} pointer, got {ptr.type}")
+    _validate_layout(layout, what)
+    if not _is_int(align) or align <= 0 or align & (align - 1):
+        raise LangError(f"{what}: align must be a power of two in bytes, got {align!r}")
+    return Tile(ptr, layout, align=align)
+
+
+@builtin
+def GlobalTile(ptr, layout, align: int = 16, *, _ctx):
+    """A tile over global memory: ``ptr`` (a global pointer), a static ``layout``, an alignment claim."""
+    if hasattr(ptr, "ptr") and not isinstance(ptr, Value):
+        ptr = ptr.ptr
+    return _make_tile("global", ptr, layout, align, "GlobalTile")
+
+
+@builtin
+def SharedTile(ptr, layout, align: int = 16, *, _ctx):
+    """A tile over shared memory (``ptr``: a shared pointer or a shared array)."""
+    if hasattr(ptr, "ptr") and not isinstance(ptr, Value):
+        ptr = ptr.ptr
+    return _make_tile("shared", ptr, layout, align, "SharedTile")
+
+
+def _dual(fn):
+    """A function usable on the host and in kernels (the frontend passes ``_ctx``, ignored)."""
+
+    def wrapper(*args, _ctx=None, **kwargs):
+        return fn(*args, **kwargs)
+
+    wrapper.__tylo_builtin__ = True
+    wrapper.__name__ = fn.__name__
+    wrapper.__doc__ = fn.__doc__
+    return wrapper
+
+
+def _window(x, origin, shape, check=True):
+    """``window(x, origin, shape)``: tiles, fragments, layouts (see tylo.layouts.window)."""
+    from ..layouts import window as layouts_window
+    return layouts_window(x, origin, shape, check)
+
+
+window = _dual(_window)
+permutedims = _dual(_permute_layout)
+
+
+# -- transfers between tiles and fragments -------------------------------------------------------
+
+def thread_in_group(ctx, threads: int):
+    """This thread's index within an ownership of ``threads`` threads (1-D blocks)."""
+    tid = ctx.builder.value("nv.sreg", [], T.i32, reg="tid.x")
+    if threads & (threads - 1) == 0:
+        return L.binary(ctx, "&", tid, threads - 1)
+    return L.binary(ctx, "%", tid, threads)
+
+
+def _separable(o: Ownership):
+    """(per-thread coordinate base, per-slot static coordinate) when coord(t, v) == base(t) + rel(v)."""
+    tab = ownership_table(o)  # [T, V, rank]
+    base = tab[:, :1, :] - tab[:1, :1, :]
+    rel = tab[:1, :, :]
+    if not (tab == base + rel).all():
+        raise LangError(f"the ownership {o.name or o!r} is not a per-thread shift of one slot pattern; "
+                        f"tylo cannot address it with one base per thread")
+    return tab, [tuple(int(x) for x in rel[0, v]) for v in range(o.values)]
+
+
+def _thread_coords(ctx, o: Ownership):
+    """Runtime logical coordinate of this thread's slot 0, per axis.
+
+    ``tv_layout(t, v)`` is the sum of its thread mode at ``t`` and its value mode at ``v``, and
+    ``(0, 0)`` maps to index 0, so slot 0 of thread ``t`` sits at index ``thread_mode(t)``
+    (column-major over the logical shape).
+    """
+    t = wrap(ctx, thread_in_group(ctx, o.threads))
+    idx = o.tv_layout[0](t)
+    coords = []
+    stride = 1
+    for axis, extent in enumerate(o.shape):
+        c = idx // stride if stride != 1 else idx
+        if axis < len(o.shape) - 1:
+            c = c % extent if extent != 1 else 0
+        coords.append(c)
+        stride *= extent
+    return coords
+
+
+def _slot_coords(ctx, tile: Tile, o: Ownership, what: str):
+    """Each slot's logical coordinate for this thread: a runtime base plus a static offset."""
+    if not all(_is_int(e) for e in tile.shape):
+        raise LangError(f"{what}: the tile has runtime extents {tile.shape}; take a window with a static shape first")
+    if tuple(o.shape) != tuple(tile.shape):
+        raise LangError(f"{what}: the ownership's shape {o.shape} differs from the tile's shape {tile.shape}")
+    _, rel = _separable(o)
+    base = _thread_coords(ctx, o)
+    return [tuple(_add(b, c) for b, c in zip(base, r)) for r in rel]
+
+
+def _accesses(tile: Tile, o: Ownership):
+    """The vector access plan for ``o`` on ``tile``'s storage (widest accesses the alignment allows)."""
+    try:
+        static_view = _static_storage(tile)
+        plan = vector_access_plan(o, static_view, tile.dtype.itemsize, min(tile.align, 16))
+        return [(a.slots, a.width_bytes) for a in plan.accesses]
+    except (ValueError, TypeError):
+        return [((v,), tile.dtype.itemsize) for v in range(o.values)]
+
+
+def _static_storage(tile: Tile):
+    from ..layouts import window as layouts_window
+    if all(_is_int(o) for o in tile.origin):
+        return layouts_window(tile.layout, tile.origin, tile.shape)
+    return layouts_window(tile.layout, (0,) * len(tile.shape), tile.shape)
+
+
+def _coord_value(ctx, c, wide):
+    if isinstance(c, _Sum):
+        return _materialize_sum(ctx, c, wide)
+    return wrap(ctx, c, wide)
+
+
+def _slot_pointer(ctx, tile: Tile, coord):
+    wide = T.i64 if tile.space == "global" else T.i32
+    full = tuple(_coord_value(ctx, _add(o, c), wide) for o, c in zip(tile.origin, coord))
+    off = unwrap(_evaluate(tile.layout, full))
+    if _is_int(off) and off == 0:
+        return tile.ptr
+    return L.offset(ctx, tile.ptr, off)
+
+
+@builtin
+def load(tile, ownership, *, _ctx) -> Fragment:
+    """Load the values ``ownership`` assigns to this thread from ``tile`` (vectorised when allowed)."""
+    if not isinstance(tile, Tile):
+        raise LangError(f"load needs a tile (GlobalTile/SharedTile), got {tile!r}")
+    if not isinstance(ownership, Ownership):
+        raise LangError(f"load needs an Ownership, got {ownership!r}")
+    coords = _slot_coords(_ctx, tile, ownership, "load")
+    values = [None] * ownership.values
+    for slots, width in _accesses(tile, ownership):
+        ptr = _slot_pointer(_ctx, tile, coords[slots[0]])
+        if len(slots) == 1:
+            values[slots[0]] = L.load(_ctx, ptr)
+        else:
+            op = _ctx.builder.create("mem.vload", [ptr], [tile.dtype] * len(slots), {"align": width})
+            for s, r in zip(slots, op.results):
+                values[s] = r
+    return Fragment(tile.dtype, ownership, values)
+
+
+@builtin
+def store(dst, frag, *, _ctx) -> None:
+    """Store a fragment into a tile by its ownership, or a thread's packed words through a pointer."""
+    if isinstance(dst, Value) and isinstance(dst.type, PointerType) and isinstance(frag, PackedFragment):
+        return _store_packed(_ctx, dst, frag)
+    if not isinstance(dst, Tile):
+        raise LangError(f"store needs a tile and a fragment (or a pointer and a packed fragment), got {dst!r}")
+    if isinstance(frag, PackedFragment):
+        raise LangError("store a PackedFragment through a pointer, or unpack it to store into a tile")
+    if not isinstance(frag, Fragment):
+        raise LangError(f"store needs a Fragment, got {frag!r}")
+    coords = _slot_coords(_ctx, dst, frag.ownership, "store")
+    vals = [L.cast(v, dst.dtype, _ctx=_ctx) if v.type != dst.dtype else v for v in frag.values]
+    for slots, width in _accesses(dst, frag.ownership):
+        ptr = _slot_pointer(_ctx, dst, coords[slots[0]])
+        if len(slots) == 1:
+            L.store(_ctx, ptr, vals[slots[0]])
+        else:
+            _ctx.builder.create("mem.vstore", [ptr] + [vals[s] for s in slots], [], {"align": width})
+
+
+def _store_packed(ctx, ptr, packed: PackedFragment):
+    """Write the packed words contiguously (the seed's rule: 16-byte accesses for 4+ words, 8 for 2-3, 4 for 1)."""
+    elem = ptr.type.elem
+    if elem not in (packed.dtype, T.u16):
+        raise LangError(f"store of a packed {packed.dtype} fragment needs a *{packed.dtype} or *u16 pointer, "
+                        f"got {ptr.type}")
+    words = list(packed.words)
+    n = len(words)
+    width = 16 if n >= 4 else 8 if n >= 2 else 4
+    wptr = ctx.builder.value("ptr.cast", [ptr], PointerType(T.u32, ptr.type.space))
+    i = 0
+    while i < n:
+        k = min(width // 4, n - i)
+        while k & (k - 1):
+            k -= 1
+        p = L.offset(ctx, wptr, i) if i else wptr
+        if k == 1:
+            L.store(ctx, p, words[i])
+        else:
+            ctx.builder.create("mem.vstore", [p] + words[i:i + k], [], {"align": 4 * k})
+        i += k

@@ -1,0 +1,350 @@
+"""TMA (the Tensor Memory Accelerator): tile plans, their shared-memory layout and host bindings.
+
+A :class:`TMATile` names the element type, the logical 2-D tile shape, the
+*inner* axis (the one contiguous in global memory, zero-based) and the swizzle
+row width (128, 64 or 32 bytes).  The rules (seed "TMA and Hopper WGMMA"):
+
+* the element type has 1, 2 or 4 bytes;
+* the inner extent is exactly one swizzle row: ``swizzle / elem_bytes`` elements;
+* the outer extent is a multiple of 8 and at most 256.
+
+``shared_layout(plan)`` is where TMA puts each logical element in shared
+memory, in elements: rows of ``W = swizzle / elem_bytes`` elements packed one
+after another, then the hardware swizzle ``Swizzle(log2(swizzle/16),
+log2(16/elem_bytes), 3)`` (CuTe's ``Swizzle<B,M,S>`` on element offsets: the
+16-byte chunk index within a row is XORed with three bits of the byte address
+starting at bit 7, so the pattern repeats every 1024/512/256 bytes for
+128/64/32-byte rows).  The allocation must be aligned to that period.
+
+>>> from tylo.ir.types import bf16, f32
+>>> a = TMATile(bf16, (128, 64), axis=1)
+>>> transfer_bytes(a), shared_layout(a)((1, 0))
+(16384, 72)
+>>> b = TMATile(f32, (16, 64), axis=0, swizzle=64)
+>>> swizzle_bytes(b), size(b)
+(64, (16, 64))
+
+Host arrays are row-major (C order): the array's last (stride-1) dimension
+holds the plan's inner axis, the one before it the outer axis, and a 3-D
+array adds a leading batch dimension.  ``prepare_tma(plan, array)`` encodes
+the CUDA tensor map (``tylo.runtime.tma.encode_tiled``) and returns a
+:class:`TMABinding` that keeps the array alive.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..ir.types import ScalarType
+from ..layouts import ComposedLayout, Layout, Swizzle, compose
+
+__all__ = [
+    "TMATile", "TMALoad", "transfer_bytes", "swizzle_bytes", "size", "shared_layout",
+    "swizzle_period_bytes", "tma_coordinates", "TMABinding", "prepare_tma",
+]
+
+SWIZZLES = (128, 64, 32)
+MAX_BOX = 256
+
+
+@dataclass(frozen=True)
+class TMATile:
+    """A TMA tile plan: ``TMATile(bf16, (128, 64), axis=1, swizzle=128)``.
+
+    ``shape`` is the logical tile shape; ``axis`` (0 or 1) the inner axis,
+    contiguous in global memory and within a shared-memory row.
+    """
+
+    dtype: ScalarType
+    shape: tuple
+    axis: int = 1
+    swizzle: int = 128
+
+    def __post_init__(self):
+        dt = self.dtype
+        if not isinstance(dt, ScalarType) or dt.is_bool or dt.itemsize not in (1, 2, 4):
+            raise ValueError(f"TMATile: the element type must be a tylo dtype of 1, 2 or 4 bytes, got {dt!r}")
+        shape = self.shape
+        if (not isinstance(shape, tuple) or len(shape) != 2
+                or not all(isinstance(s, int) and not isinstance(s, bool) for s in shape)):
+            raise ValueError(f"TMATile: the shape must be a 2-tuple of ints, got {shape!r}")
+        if self.axis not in (0, 1) or isinstance(self.axis, bool):
+            raise ValueError(f"TMATile: axis (the inner axis) must be 0 or 1, got {self.axis!r}")
+        if self.swizzle not in SWIZZLES:
+            raise ValueError(f"TMATile: the swizzle row width must be 128, 64 or 32 bytes, got {self.swizzle!r}")
+        row = self.swizzle // dt.itemsize
+        inner, outer = shape[self.axis], shape[1 - self.axis]
+        if inner != row:
+            raise ValueError(
+                f"TMATile: the inner extent (axis {self.axis}) must be exactly one swizzle row, "
+                f"{self.swizzle} bytes / {dt.itemsize}-byte {dt} = {row} elements; got {inner}")
+        if outer <= 0 or outer % 8 or outer > MAX_BOX:
+            raise ValueError(
+                f"TMATile: the outer extent (axis {1 - self.axis}) must be a positive multiple of 8 "
+                f"and at most {MAX_BOX}; got {outer}")
+
+    @property
+    def elem_bytes(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def inner(self) -> int:
+        """Elements per row (along the inner axis)."""
+        return self.shape[self.axis]
+
+    @property
+    def outer(self) -> int:
+        """Rows (along the outer axis)."""
+        return self.shape[1 - self.axis]
+
+    def __repr__(self) -> str:
+        return f"TMATile({self.dtype}, {self.shape}, axis={self.axis}, swizzle={self.swizzle})"
+
+
+def TMALoad(dtype, shape, axis: int = 1) -> TMATile:
+    """The seed's earlier name of the 128-byte plan."""
+    return TMATile(dtype, tuple(shape), axis=axis, swizzle=128)
+
+
+def transfer_bytes(plan: TMATile) -> int:
+    """Bytes one tile moves (what it adds to an mbarrier's transaction count)."""
+    return math.prod(plan.shape) * plan.elem_bytes
+
+
+def swizzle_bytes(plan: TMATile) -> int:
+    return plan.swizzle
+
+
+def size(plan: TMATile) -> tuple:
+    """The logical tile shape."""
+    return plan.shape
+
+
+def swizzle_period_bytes(plan: TMATile) -> int:
+    """Alignment of the shared allocation that establishes the swizzle origin (8 rows)."""
+    return 8 * plan.swizzle
+
+
+def hardware_swizzle(swizzle: int, elem_bytes: int) -> Swizzle:
+    """``Swizzle<B, M, 3>`` on element offsets for a ``swizzle``-byte row of ``elem_bytes`` elements."""
+    return Swizzle((swizzle // 16).bit_length() - 1, (16 // elem_bytes).bit_length() - 1, 3)
+
+
+def shared_layout(plan: TMATile) -> ComposedLayout:
+    """Logical coordinate -> element offset of the tile in shared memory (module doc)."""
+    row = plan.inner
+    stride = (row, 1) if plan.axis == 1 else (1, row)
+    return compose(hardware_swizzle(plan.swizzle, plan.elem_bytes), Layout(plan.shape, stride))
+
+
+def tma_coordinates(plan: TMATile, origin: tuple) -> tuple:
+    """Logical origin ``(c0, c1[, batch])`` -> TMA coordinates, innermost first.
+
+    Works on ints and on runtime values alike (it only reorders).
+    """
+    if len(origin) not in (2, 3):
+        raise ValueError(f"tma_coordinates: an origin has 2 coordinates (3 with a batch), got {origin!r}")
+    a = plan.axis
+    return (origin[a], origin[1 - a], *origin[2:])
+
+
+# -- host binding -----------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class TMABinding:
+    """A tensor map for ``plan`` over a device ``array`` (kept alive by this object).
+
+    ``descriptor``: the 128-byte CUtensorMap; ``rank``: 2, or 3 for a batch;
+    ``bounds``: the logical extents (origin order) the map covers.  Passed to a
+    kernel as a 128-byte grid-constant parameter (``__tylo_param__``).
+    """
+
+    plan: TMATile
+    array: Any = field(repr=False)
+    descriptor: bytes = field(repr=False)
+    rank: int
+    bounds: tuple
+
+    def __tylo_param__(self):
+        return ("tma", self.plan, self.rank, self.descriptor)
+
+
+def tma_geometry(plan: TMATile, shape: tuple, strides: tuple, bounds=None):
+    """Pure part of :func:`prepare_tma`: ``(bounds, global_dims, global_strides_bytes, box_dims)``.
+
+    ``shape``/``strides`` (elements) are the array's, row-major: the last
+    dimension is the inner axis.  Raises ValueError naming the rule.
+    """
+    nd = len(shape)
+    if nd not in (2, 3):
+        raise ValueError(f"prepare_tma: the array must be 2-D, or 3-D for a batch of matrices; got shape {shape}")
+    if strides[-1] != 1:
+        raise ValueError(f"prepare_tma: the array's last dimension (the plan's inner axis {plan.axis}) "
+                         f"must be contiguous (stride 1); strides are {strides} elements")
+    inner_ext, outer_ext = shape[-1], shape[-2]
+    full = [0, 0]
+    full[plan.axis], full[1 - plan.axis] = inner_ext, outer_ext
+    full = tuple(full) + ((shape[0],) if nd == 3 else ())
+    if bounds is None:
+        bounds = full
+    bounds = tuple(int(b) for b in bounds)
+    if len(bounds) != nd:
+        raise ValueError(f"prepare_tma: bounds {bounds} must have {nd} entries (logical extents in origin order)")
+    for i, (b, f) in enumerate(zip(bounds, full)):
+        if not 0 < b <= f:
+            raise ValueError(f"prepare_tma: bound {b} of coordinate {i} must be positive and at most "
+                             f"the array's extent {f}")
+    e = plan.elem_bytes
+    dims = (bounds[plan.axis], bounds[1 - plan.axis]) + bounds[2:]
+    gstrides = (strides[-2] * e,) + ((strides[0] * e,) if nd == 3 else ())
+    box = (plan.inner, plan.outer) + ((1,) if nd == 3 else ())
+    return bounds, dims, gstrides, box
+
+
+def prepare_tma(plan: TMATile, array, bounds=None) -> TMABinding:
+    """Encode a tensor map of ``plan`` tiles over a 2-D array (3-D: a batch of matrices).
+
+    ``bounds``: logical extents smaller than the array (padded data); TMA
+    zero-fills loads past them and drops stores past them.
+    """
+    from ..runtime import describe_array
+    from ..runtime import tma as rt_tma
+
+    if not isinstance(plan, TMATile):
+        raise TypeError(f"prepare_tma: expected a TMATile plan, got {plan!r}")
+    info = describe_array(array)
+    if info.dtype_name != plan.dtype.name:
+        raise ValueError(f"prepare_tma: the array holds {info.dtype_name}, the plan {plan.dtype}")
+    bounds, dims, gstrides, box = tma_geometry(plan, tuple(info.shape), tuple(info.strides), bounds)
+    desc = rt_tma.encode_tiled(info.ptr, info.dtype_name, dims, gstrides, box, plan.swizzle)
+    return TMABinding(plan, array, desc, len(dims), bounds)
+
+
+# -- kernel side: bulk tensor copies ------------------------------------------------------
+#
+# For now the tensor map comes in as its generic address (a u64 value, e.g. from
+# ``cvta.param`` of a grid-constant parameter once the JIT passes TMABindings).
+
+from ..ir import ops as _ops  # noqa: E402
+from ..ir import types as _T  # noqa: E402
+from ..ir.core import Value as _Value  # noqa: E402
+from ..ir.types import PointerType as _PointerType  # noqa: E402
+from .base import LangError as _LangError, builtin as _builtin  # noqa: E402
+
+
+def _copy_check(op):
+    tmap = op.operands[0]
+    if tmap.type != _T.u64:
+        return f"the tensor map address is u64, got {tmap.type}"
+    smem = op.operands[1]
+    if not (isinstance(smem.type, _PointerType) and smem.type.space == "shared"):
+        return f"the tile must be a *shared pointer, got {smem.type}"
+    rank = op.attrs["rank"]
+    coords = op.operands[2:2 + rank]
+    if len(coords) != rank or any(c.type != _T.i32 for c in coords):
+        return f"{rank} i32 coordinates expected"
+    return None
+
+
+_ops.register_op("nv.tma.load", None, 0, False, _copy_check)    # tmap, dst, *coords, bar
+_ops.register_op("nv.tma.store", None, 0, False, _copy_check)   # tmap, src, *coords
+_ops.register_op("nv.tma.commit", 0, 0, False)
+_ops.register_op("nv.tma.wait", 0, 0, False)                    # attrs: n, read
+_ops.register_op("nv.tma.prefetch", 1, 0, False)
+
+
+def _tile_ptr(plan, tile, what):
+    ptr = getattr(tile, "ptr", tile)
+    if not (isinstance(ptr, _Value) and isinstance(ptr.type, _PointerType) and ptr.type.space == "shared"):
+        raise _LangError(f"{what}: the shared tile must be a *shared pointer or shared array, got {tile!r}")
+    if ptr.type.elem.itemsize != plan.elem_bytes:
+        raise _LangError(f"{what}: the shared tile holds {ptr.type.elem}, the plan {plan.dtype}")
+    return ptr
+
+
+def _coords(ctx, plan, origin, what):
+    from .core import to_value
+
+    if not isinstance(plan, TMATile):
+        raise _LangError(f"{what}: the first argument must be a TMATile plan, got {plan!r}")
+    if not isinstance(origin, tuple) or len(origin) not in (2, 3):
+        raise _LangError(f"{what}: the origin is a tuple of 2 logical coordinates (3 with a batch), got {origin!r}")
+    inner = origin[plan.axis]
+    if isinstance(inner, int) and (inner * plan.elem_bytes) % 16:
+        raise _LangError(f"{what}: the inner origin {inner} must start a 16-byte chunk "
+                         f"(a multiple of {16 // plan.elem_bytes} elements)")
+    return [to_value(ctx, c, _T.i32) for c in tma_coordinates(plan, origin)]
+
+
+def _tmap(ctx, tmap, what):
+    from .core import to_value
+
+    if isinstance(tmap, _Value) and tmap.type not in (_T.u64, _T.i64):
+        raise _LangError(f"{what}: the tensor map is passed as its u64 generic address, got {tmap.type}")
+    return to_value(ctx, tmap, _T.u64)
+
+
+def _sm90(ctx, what):
+    if ctx.sm < 90:
+        raise _LangError(f"{what} needs sm_90 or newer (target {ctx.arch})")
+
+
+@_builtin
+def tma_load_tile(plan, tmap, tile, origin, bar, *, _ctx):
+    """One elected thread: copy the plan's tile at logical ``origin`` into ``tile``;
+    completion adds ``transfer_bytes(plan)`` transactions to ``bar`` (arrive/expect are the caller's)."""
+    _sm90(_ctx, "tma_load_tile")
+    from .mbarrier import _bar
+
+    coords = _coords(_ctx, plan, origin, "tma_load_tile")
+    ops = [_tmap(_ctx, tmap, "tma_load_tile"), _tile_ptr(plan, tile, "tma_load_tile"), *coords,
+           _bar(bar, "tma_load_tile")]
+    _ctx.builder.create("nv.tma.load", ops, [], {"rank": len(coords)})
+
+
+@_builtin
+def tma_store_tile(plan, tmap, tile, origin, *, _ctx):
+    """One elected thread: copy ``tile`` to the plan's tile at logical ``origin`` (a bulk group)."""
+    _sm90(_ctx, "tma_store_tile")
+    coords = _coords(_ctx, plan, origin, "tma_store_tile")
+    ops = [_tmap(_ctx, tmap, "tma_store_tile"), _tile_ptr(plan, tile, "tma_store_tile"), *coords]
+    _ctx.builder.create("nv.tma.store", ops, [], {"rank": len(coords)})
+
+
+@_builtin
+def commit_tma_stores(*, _ctx):
+    """``cp.async.bulk.commit_group``: close the current bulk group of stores."""
+    _sm90(_ctx, "commit_tma_stores")
+    _ctx.builder.create("nv.tma.commit", [], [])
+
+
+def _wait(ctx, n, read, what):
+    _sm90(ctx, what)
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        raise _LangError(f"{what}: n must be a non-negative compile-time int, got {n!r}")
+    ctx.builder.create("nv.tma.wait", [], [], {"n": n, "read": read})
+
+
+@_builtin
+def wait_tma_reads(n, *, _ctx):
+    """Wait until the shared sources of all but the newest ``n`` bulk groups may be reused."""
+    _wait(_ctx, n, True, "wait_tma_reads")
+
+
+@_builtin
+def wait_tma_stores(n, *, _ctx):
+    """Wait until the global writes of all but the newest ``n`` bulk groups are complete."""
+    _wait(_ctx, n, False, "wait_tma_stores")
+
+
+@_builtin
+def prefetch_tma_descriptor(tmap, *, _ctx):
+    """``prefetch.tensormap [tmap]`` (generic address)."""
+    _sm90(_ctx, "prefetch_tma_descriptor")
+    _ctx.builder.create("nv.tma.prefetch", [_tmap(_ctx, tmap, "prefetch_tma_descriptor")], [])
+
+
+__all__ += ["tma_load_tile", "tma_store_tile", "commit_tma_stores", "wait_tma_reads", "wait_tma_stores",
+            "prefetch_tma_descriptor"]
