@@ -34,10 +34,6 @@ def lowering(op_name: str):
     return register
 
 
-# The per-feature modules register their lowerings on import; they need ``lowering`` above.
-from .ptx import core as ptx_core  # noqa: E402
-
-
 _SCALAR = {
     "bool": "i1", "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64", "u8": "i8", "u16": "i16",
     "u32": "i32", "u64": "i64", "f16": "half", "bf16": "bfloat", "f32": "float", "f64": "double",
@@ -764,3 +760,8 @@ def _intrinsic_suffix(t: ScalarType) -> str:
 def lower_kernel(kernel: Kernel, target: Target) -> str:
     """The LLVM IR module text for one kernel."""
     return _Lowering(kernel, target).run()
+
+
+# Imported last: the per-feature modules in codegen/ptx/ register their lowerings on import
+# and use ``lowering`` and ``llvm_type`` from this module.
+from .ptx import core as ptx_core  # noqa: E402
