@@ -13,6 +13,8 @@ from .lang.core import (SharedArray, abs, atomic_add, atomic_cas, atomic_exch, a
                         minimum, printf, rsqrt, shared_array, shfl_down, shfl_sync, shfl_up, shfl_xor, sin, sqrt,
                         static_assert, static_range, sync_threads, tanh, thread_idx, warp_id, where)
 from .lang.fragment import Fragment, PackedFragment, full, pack, unpack
+from .lang.softmax import (log_sum_exp, online_softmax_merge, online_softmax_normalize, online_softmax_update,
+                           row_softmax)
 from .lang.tiles import GlobalTile, SharedTile, Tile, load, permutedims, store, window
 from .layouts import (ComposedLayout, Layout, Ownership, Swizzle, broadcast_plan, reduction_plan,
                       vector_access_plan)
@@ -33,5 +35,6 @@ __all__ = [
     "floor", "ceil", "fma", "abs", "min", "max", "minimum", "maximum", "where", "cast", "static_assert",
     "static_range", "printf", "Fragment", "PackedFragment", "full", "pack", "unpack", "GlobalTile", "SharedTile",
     "Tile", "load", "store", "window", "permutedims", "Layout", "ComposedLayout", "Swizzle", "Ownership",
-    "reduction_plan", "broadcast_plan", "vector_access_plan",
+    "reduction_plan", "broadcast_plan", "vector_access_plan", "online_softmax_update", "online_softmax_merge",
+    "online_softmax_normalize", "log_sum_exp", "row_softmax",
 ]
