@@ -71,6 +71,8 @@ class CompiledKernel:
 def _ctype(t):
     import ctypes
 
+    if isinstance(t, T.ParamBlobType):
+        return ctypes.c_uint8 * t.nbytes
     if isinstance(t, PointerType):
         return ctypes.c_uint64
     return {
@@ -282,6 +284,8 @@ class JITFunction:
             if ann is not None:
                 return self._scalar_classifier(p, ann)
             return lambda v: (("f32",), v)
+        if hasattr(t, "__tylo_param__"):
+            return self._blob_classifier(p)
         from .runtime.arrays import array_extractor
 
         extract = array_extractor(t)
@@ -313,6 +317,20 @@ class JITFunction:
                 raise TypeError(f"{kernel}: argument '{name}': {exc}") from None
             return (_PTR_NAME[dt], ptr & 15 == 0), ptr
         return array
+
+    def _blob_classifier(self, p):
+        """Objects passed by value as bytes (``__tylo_param__() -> (kind, *static, data)``)."""
+        kernel = self.__name__
+
+        def blob(v):
+            kind, *static, data = v.__tylo_param__()
+            try:
+                static = tuple(static)
+                hash(static)
+            except TypeError:
+                raise TypeError(f"{kernel}: argument '{p.name}': its static description is not hashable") from None
+            return ("blob", kind, static, len(data)), bytes(data)
+        return blob
 
     def _scalar_classifier(self, p, ann):
         kernel = self.__name__
@@ -480,6 +498,9 @@ _PTR_NAME = {name: "*" + name for name in T.SCALAR_TYPES}
 
 def _param_type(part):
     name = part[0]
+    if name == "blob":
+        _, kind, static, nbytes = part
+        return T.ParamBlobType(kind, nbytes, 64, static)
     if name.startswith("*"):
         return PointerType(T.scalar_type(name[1:]), "global")
     return T.scalar_type(name)
@@ -494,7 +515,10 @@ def _describe_spec(params, spec):
             continue
         name = s[0]
         t = _param_type(s)
-        if name.startswith("*"):
+        if name == "blob":
+            texts.append(f"{s[1]}[{s[3]}B]")
+            bindings.append((p.name, ("runtime", t, ())))
+        elif name.startswith("*"):
             texts.append(name + (":16" if s[1] else ""))
             bindings.append((p.name, ("runtime", t, ("align16",) if s[1] else ())))
         elif len(s) == 3:  # an unannotated int: specialised on == 1 and % 16

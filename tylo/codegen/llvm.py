@@ -50,6 +50,8 @@ def llvm_type(t, memory: bool = False) -> str:
     if isinstance(t, PointerType):
         space = _ADDRSPACE[t.space]
         return f"ptr addrspace({space})" if space else "ptr"
+    if isinstance(t, T.ParamBlobType):
+        return "ptr"
     raise TypeError(f"no LLVM type for {t}")
 
 
@@ -142,7 +144,11 @@ class _Lowering:
         for p in k.params:
             t = p.value.type
             pname = f"%arg.{p.name}"
-            if isinstance(t, PointerType):
+            if isinstance(t, T.ParamBlobType):
+                # by value in the parameter space; its address (cvta.param) is what TMA takes
+                params.append(f'ptr byval([{t.nbytes} x i8]) align {t.align} "nvvm.grid_constant" {pname}')
+                self.bind(p.value, pname)
+            elif isinstance(t, PointerType):
                 a = align.get(p.name)
                 params.append(f"{llvm_type(t)}{' align ' + str(a) if a else ''} {pname}")
                 self.bind(p.value, pname)

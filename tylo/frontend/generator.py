@@ -1142,6 +1142,7 @@ def generate_kernel(fn, name: str, params: list, arch: str, maxntid=None) -> Ker
             b = ("runtime", b, ())
         norm.append((pname, b))
     ir_params = [(pname, b[1] if b[0] == "runtime" else b[2]) for pname, b in norm if b[0] in ("runtime", "const")]
+    from ..lang.base import BLOB_KINDS
     lineno, col = src.location(src.tree)
     kernel = Kernel(name, ir_params, Location(src.filename, lineno, col))
     kernel.attrs["maxntid"] = tuple(maxntid) if maxntid else None
@@ -1152,6 +1153,9 @@ def generate_kernel(fn, name: str, params: list, arch: str, maxntid=None) -> Ker
     for pname, b in norm:
         if b[0] == "runtime":
             scope[pname] = next(args)
+            t = b[1]
+            if isinstance(t, T.ParamBlobType) and t.kind in BLOB_KINDS:
+                scope[pname] = BLOB_KINDS[t.kind](ctx, scope[pname], t.static)
             if "align16" in b[2]:
                 kernel.attrs["param_align"][pname] = 16
             if "div16" in b[2]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 __all__ = [
-    "Type", "ScalarType", "PointerType", "Ptr", "constexpr", "ConstexprMarker",
+    "Type", "ScalarType", "PointerType", "ParamBlobType", "Ptr", "constexpr", "ConstexprMarker",
     "bool_", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64",
     "f16", "bf16", "f32", "f64", "f8e4m3", "f8e5m2",
     "SCALAR_TYPES", "scalar_type", "parse_type", "promote", "int_type_for",
@@ -119,6 +119,25 @@ class _PtrFactory:
 
 
 Ptr = _PtrFactory()
+
+
+@dataclass(frozen=True, eq=True)
+class ParamBlobType(Type):
+    """A kernel parameter passed by value as ``nbytes`` opaque bytes (a TMA descriptor).
+
+    Its IR value is the blob's generic address (``cvta.param``); ``kind`` and ``static``
+    (hashable, e.g. the TMA plan) tell the feature that reads it what it holds.
+    """
+
+    kind: str
+    nbytes: int
+    align: int
+    static: object = None
+
+    def __repr__(self) -> str:
+        return f"blob<{self.kind}, {self.nbytes}B>"
+
+    __str__ = __repr__
 
 
 class ConstexprMarker:

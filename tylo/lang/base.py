@@ -8,7 +8,15 @@ from __future__ import annotations
 
 import functools
 
-__all__ = ["LangError", "builtin", "is_builtin", "Context"]
+__all__ = ["LangError", "builtin", "is_builtin", "Context", "BLOB_KINDS", "register_blob_kind"]
+
+# Kernel values of by-value blob parameters: kind -> fn(ctx, address_value, static) building
+# the structured value a kernel sees (a TMA descriptor binding). Filled by the feature modules.
+BLOB_KINDS: dict = {}
+
+
+def register_blob_kind(kind: str, make):
+    BLOB_KINDS[kind] = make
 
 
 class LangError(Exception):

@@ -96,7 +96,7 @@ class TmemTile:
     >>> from tylo.ir.types import f32
     >>> t = TmemTile(f32, 0, Layout((128, 128), (1, 128)))
     >>> t.shape, tmem_location(t, (3, 5))
-    ((128, 128), (327685, 0))
+    ((128, 128), (196613, 0))
     """
 
     dtype: Any

@@ -377,3 +377,26 @@ def wgmma_wait_group(n: int, accs=(), *, _ctx):
     accs = _acc_values(accs, "wgmma_wait_group")
     op = _ctx.builder.create("nv.wgmma.wait_group", accs, [T.f32] * len(accs), {"n": n})
     return tuple(op.results)
+
+
+def _shared_address_check(op):
+    p = op.operands[0]
+    if not (hasattr(p.type, "space") and p.type.space == "shared"):
+        return f"expects a *shared pointer, got {p.type}"
+    return None if op.results[0].type == T.u32 else "the result is u32"
+
+
+_ops.register_op("nv.shared_address", 1, 1, True, _shared_address_check)
+
+
+@builtin
+def shared_address(ptr, *, _ctx):
+    """The u32 shared-window address of a ``*shared`` pointer (or shared array): the
+    ``start_address`` a matrix descriptor encodes (``desc | (addr >> 4)``)."""
+    p = getattr(ptr, "ptr", ptr)
+    if not (isinstance(p, Value) and getattr(p.type, "space", None) == "shared"):
+        raise LangError(f"shared_address: expected a *shared pointer or shared array, got {ptr!r}")
+    return _ctx.builder.value("nv.shared_address", [p], T.u32)
+
+
+__all__ += ["shared_address"]

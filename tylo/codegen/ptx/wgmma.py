@@ -53,3 +53,10 @@ def _mma(lw, op):
                 f"{op.attrs['opcode']} {{{acc}}}, ${a}, ${b}, p, {imms}; }}")
     _through(lw, op, template, "l,l,r",
              [("i64", lw.ref(desc_a)), ("i64", lw.ref(desc_b)), ("i32", lw.ref(scale))])
+
+
+@lowering("nv.shared_address")
+def _shared_address(lw, op):
+    name = lw.fresh()
+    lw.emit(f"{name} = ptrtoint ptr addrspace(3) {lw.ref(op.operands[0])} to i32")
+    lw.bind(op.results[0], name)
