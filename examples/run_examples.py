@@ -12,7 +12,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import tylo  # noqa: E402
 from tylo.runtime import driver  # noqa: E402
 
-EXAMPLES = ["vector_add", "block_reduction", "softmax"]
+EXAMPLES = ["vector_add", "block_reduction", "softmax", "warp_gemm"]
 
 
 def main(argv=None) -> int:

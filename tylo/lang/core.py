@@ -598,6 +598,10 @@ def where(cond, a, b, *, _ctx):
     if not isinstance(cond, Value):
         return a if cond else b
     cond = to_bool(_ctx, cond)
+    if isinstance(a, Value) and isinstance(a.type, PointerType):
+        if not isinstance(b, Value) or b.type != a.type:
+            raise LangError(f"where: both pointers must have one type, got {a.type} and {getattr(b, 'type', b)}")
+        return _ctx.builder.value("arith.select", [cond, a, b], a.type)
     if not isinstance(a, Value) and not isinstance(b, Value):
         t = T.promote(default_type(a), default_type(b))
         a, b = to_value(_ctx, a, t), to_value(_ctx, b, t)

@@ -443,3 +443,114 @@ def mma_sync(atom, a, b, c, *, _ctx) -> tuple:
     op = _ctx.builder.create("nv.mma.sync", av + bv + cv, [v.type for v in cv],
                              {"opcode": atom.ptx_opcode, "a": len(av), "b": len(bv), "c": len(cv)})
     return tuple(op.results)
+
+
+# -- fragment-level MMA ---------------------------------------------------------------------------
+
+def _atom_of(plan):
+    if isinstance(plan, MMAAtom):
+        return plan, (1, 1)
+    if isinstance(plan, TiledMMA):
+        return plan.atom, plan.repeats
+    raise LangError(f"mma needs an MMAAtom or a TiledMMA, got {plan!r}")
+
+
+def _operand_ownerships(plan):
+    if isinstance(plan, MMAAtom):
+        return plan.a_ownership, plan.b_ownership, plan.c_ownership
+    return plan.a_ownership, plan.b_ownership, plan.c_ownership
+
+
+def _words(ctx, values, per: int, what: str) -> list:
+    """Pack ``per`` consecutive slot values (16- or 8-bit) into 32-bit registers, low slot first."""
+    from . import core as L
+
+    out = []
+    for i in range(0, len(values), per):
+        word = None
+        for j, v in enumerate(values[i:i + per]):
+            bits = v.type.bits
+            raw = ctx.builder.value("arith.bitcast", [v], T.scalar_type(f"u{bits}")) if v.type.name != f"u{bits}" else v
+            wide = L.cast(raw, T.u32, _ctx=ctx)
+            part = L.binary(ctx, "<<", wide, bits * j) if j else wide
+            word = part if word is None else L.binary(ctx, "|", word, part)
+        out.append(word)
+    return out
+
+
+def _operand_regs(ctx, frag, ownership, dtype, atom, what):
+    from .fragment import Fragment, PackedFragment
+    from ..layouts import same_distribution
+
+    per = atom.elements_per_reg
+    if isinstance(frag, PackedFragment):
+        if per != 2 or frag.dtype != dtype:
+            raise LangError(f"mma: a packed {frag.dtype} fragment cannot be the {what} operand of {atom}")
+        owned = frag.ownership
+        regs = list(frag.words)
+    elif isinstance(frag, Fragment):
+        want = T.f32 if dtype is tf32 else dtype
+        if frag.dtype != want:
+            raise LangError(f"mma: the {what} operand of {atom} must hold {want}, got a {frag.dtype} fragment; "
+                            f"convert with .astype(tylo.{want})")
+        owned = frag.ownership
+        regs = list(frag.values) if per == 1 else _words(ctx, list(frag.values), per, what)
+    else:
+        raise LangError(f"mma: the {what} operand must be a Fragment, got {frag!r}")
+    if owned != ownership and not same_distribution(owned, ownership):
+        raise LangError(f"mma: the {what} operand has ownership {owned.name or owned!r}, but {atom} needs "
+                        f"{ownership.name or ownership!r}; load it with that ownership")
+    return regs
+
+
+@builtin
+def mma(plan, a, b, c, *, _ctx):
+    """``c + a @ b`` for an ``MMAAtom`` (one warp) or a ``TiledMMA`` (the CTA), on fragments.
+
+    ``a``/``b`` are fragments with the plan's A/B ownership (16-bit inputs may also come as a
+    ``PackedFragment``, e.g. an f32 accumulator packed to bf16 without any lane traffic);
+    ``c`` has the C ownership. Returns the new accumulator fragment.
+    """
+    from .fragment import Fragment
+
+    atom, (rm, rn) = _atom_of(plan)
+    if atom.acc_dtype not in (T.f32, T.i32):
+        raise LangError(f"mma on fragments supports f32 and i32 accumulators; use mma_sync for {atom}")
+    a_own, b_own, c_own = _operand_ownerships(plan)
+    ar = _operand_regs(_ctx, a, a_own, atom.a_dtype, atom, "A")
+    br = _operand_regs(_ctx, b, b_own, atom.b_dtype, atom, "B")
+    if not isinstance(c, Fragment) or c.dtype != atom.acc_dtype:
+        raise LangError(f"mma: the accumulator must be a {atom.acc_dtype} Fragment, got {c!r}")
+    if c.ownership != c_own and not same_distribution_safe(c.ownership, c_own):
+        raise LangError(f"mma: the accumulator has ownership {c.ownership.name or c.ownership!r}, expected {c_own.name}")
+    na, nb, nc = atom.a_regs, atom.b_regs, atom.c_regs
+    cv = list(c.values)
+    for rj in range(rn):
+        for ri in range(rm):
+            base = nc * (ri + rm * rj)
+            d = mma_sync(atom, tuple(ar[na * ri:na * (ri + 1)]), tuple(br[nb * rj:nb * (rj + 1)]),
+                         tuple(cv[base:base + nc]), _ctx=_ctx)
+            cv[base:base + nc] = d
+    return Fragment(c.dtype, c.ownership, cv)
+
+
+def same_distribution_safe(a, b) -> bool:
+    from ..layouts import same_distribution
+    try:
+        return same_distribution(a, b)
+    except ValueError:
+        return False
+
+
+@builtin
+def zero_accumulator(plan, *, _ctx):
+    """A zero accumulator fragment for an ``MMAAtom``/``TiledMMA`` (or a WGMMA plan that defines one)."""
+    from . import core as L
+    from .fragment import Fragment
+
+    if hasattr(plan, "__tylo_zero_accumulator__"):
+        return plan.__tylo_zero_accumulator__(_ctx)
+    atom, _ = _atom_of(plan)
+    own = _operand_ownerships(plan)[2]
+    zero = L.to_value(_ctx, 0, atom.acc_dtype)
+    return Fragment(atom.acc_dtype, own, [zero] * own.values)

@@ -28,7 +28,8 @@ from .base import LangError, builtin
 from .fragment import Fragment, PackedFragment
 from .indexing import RuntimeInt, unwrap, wrap
 
-__all__ = ["Tile", "GlobalTile", "SharedTile", "load", "store", "window", "permutedims", "thread_in_group"]
+__all__ = ["Tile", "GlobalTile", "SharedTile", "load", "store", "store_bounded", "copy_async", "window", "permutedims",
+           "thread_in_group"]
 
 
 def _is_int(x) -> bool:
@@ -420,3 +421,121 @@ def _store_packed(ctx, ptr, packed: PackedFragment):
         else:
             ctx.builder.create("mem.vstore", [p] + words[i:i + k], [], {"align": 4 * k})
         i += k
+
+
+# -- bounded stores and the cp.async copy plan ----------------------------------------------------
+
+def _in_bounds(ctx, coord, bounds):
+    """``coord < bounds`` on every axis (coordinates are relative to the view; None = unbounded)."""
+    cond = True
+    wide = T.i32
+    for c, b in zip(coord, bounds):
+        if b is None:
+            continue
+        cv = unwrap(_coord_value(ctx, c, wide))
+        if _is_int(cv) and _is_int(b):
+            ok = cv < b
+        else:
+            ok = L.compare(ctx, "<", cv, b)
+        if ok is False:
+            return False
+        if ok is True:
+            continue
+        cond = ok if cond is True else L.binary(ctx, "&", cond, ok)
+    return cond
+
+
+def _guarded(ctx, cond, emit):
+    """Run ``emit()`` under ``if cond`` (a runtime bool) as a structured ``scf.if``."""
+    from ..ir.core import Block
+
+    if cond is True:
+        emit()
+        return
+    if cond is False:
+        return
+    then, other = Block(), Block()
+    with ctx.builder.at(then):
+        emit()
+        ctx.builder.create("scf.yield", [])
+    with ctx.builder.at(other):
+        ctx.builder.create("scf.yield", [])
+    ctx.builder.create("scf.if", [cond], [], blocks=[then, other])
+
+
+@builtin
+def store_bounded(dst, frag, bounds, *, _ctx) -> None:
+    """``store`` that writes only slots whose view coordinate is below ``bounds`` (ragged edges)."""
+    if not isinstance(dst, Tile) or not isinstance(frag, Fragment):
+        raise LangError("store_bounded needs a tile and a fragment")
+    bounds = tuple(bounds)
+    if len(bounds) != len(dst.shape):
+        raise LangError(f"store_bounded needs one bound per axis of {dst.shape}")
+    coords = _slot_coords(_ctx, dst, frag.ownership, "store_bounded")
+    for v, coord in zip(frag.values, coords):
+        val = L.cast(v, dst.dtype, _ctx=_ctx) if v.type != dst.dtype else v
+        ok = _in_bounds(_ctx, coord, bounds)
+        _guarded(_ctx, ok, lambda coord=coord, val=val: L.store(_ctx, _slot_pointer(_ctx, dst, coord), val))
+
+
+def _contiguous_axis(tile: Tile):
+    layout = tile.layout.layout if isinstance(tile.layout, ComposedLayout) else tile.layout
+    strides = layout.stride if isinstance(layout.stride, tuple) else (layout.stride,)
+    for axis, s in enumerate(strides):
+        if _is_int(s) and s == 1:
+            return axis
+    return None
+
+
+@builtin
+def copy_async(dst, src, threads, bounds=None, *, _ctx) -> None:
+    """Copy a global tile into a shared tile of the same shape with ``cp.async``, 16 bytes per
+    instruction, the vectors spread over ``threads`` threads (thread ``tid % threads`` takes
+    vectors ``tid, tid + threads, ...``). Call ``commit_copies()``/``wait_copies(n)`` after.
+
+    With ``bounds`` (valid extents from the view's origin, runtime allowed), vectors past them
+    are zero-filled (``src-size`` 0, or partial at a ragged edge) and their source pointer is
+    the view's origin, so no address outside the data is formed.
+    """
+    from .copy import cp_async
+
+    if not isinstance(dst, Tile) or not isinstance(src, Tile):
+        raise LangError("copy_async needs a shared destination tile and a global source tile")
+    if dst.space != "shared" or src.space != "global":
+        raise LangError(f"copy_async copies global -> shared, got {src.space} -> {dst.space}")
+    if dst.shape != src.shape or not all(_is_int(e) for e in dst.shape) or len(dst.shape) != 2:
+        raise LangError(f"copy_async needs two 2-D tiles of one static shape, got {src.shape} and {dst.shape}")
+    if dst.dtype.itemsize != src.dtype.itemsize:
+        raise LangError(f"copy_async copies bytes of equal-size elements, got {src.dtype} and {dst.dtype}")
+    axis = _contiguous_axis(src)
+    if axis is None or _contiguous_axis(dst) != axis:
+        raise LangError("copy_async needs both tiles contiguous (stride 1) along the same axis")
+    elem = src.dtype.itemsize
+    vec = 16 // elem
+    extent = dst.shape[axis]
+    other = dst.shape[1 - axis]
+    if extent % vec:
+        raise LangError(f"copy_async moves 16-byte vectors: the contiguous extent {extent} must be a multiple of {vec}")
+    per_line = extent // vec
+    total = per_line * other
+    if not _is_int(threads) or threads <= 0 or total % threads:
+        raise LangError(f"copy_async: {total} vectors do not divide evenly over {threads} threads")
+    tid = thread_in_group(_ctx, threads)
+    for i in range(total // threads):
+        chunk = L.binary(_ctx, "+", tid, i * threads) if i else tid
+        line = L.binary(_ctx, "//", chunk, per_line) if per_line > 1 else chunk
+        pos = L.binary(_ctx, "*", L.binary(_ctx, "%", chunk, per_line), vec) if per_line > 1 else 0
+        coord = (line, pos) if axis == 1 else (pos, line)
+        dptr = _slot_pointer(_ctx, dst, coord)
+        sptr = _slot_pointer(_ctx, src, coord)
+        if bounds is None:
+            cp_async(dptr, sptr, 16, _ctx=_ctx)
+            continue
+        b_line, b_pos = (bounds[0], bounds[1]) if axis == 1 else (bounds[1], bounds[0])
+        line_ok = L.compare(_ctx, "<", line, b_line)
+        left = L.binary(_ctx, "-", b_pos, pos)  # valid elements from this vector on
+        n_valid = L.maximum(L.minimum(left, vec, _ctx=_ctx), 0, _ctx=_ctx)
+        nbytes = L.where(line_ok, L.binary(_ctx, "*", n_valid, elem), 0, _ctx=_ctx)
+        safe = L.where(L.compare(_ctx, ">", nbytes, 0), sptr, src.ptr if all(_is_int(o) and o == 0 for o in src.origin)
+                       else _slot_pointer(_ctx, src, (0, 0)), _ctx=_ctx)
+        cp_async(dptr, safe, 16, src_bytes=nbytes, _ctx=_ctx)
