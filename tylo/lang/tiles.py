@@ -366,6 +366,9 @@ def load(tile, ownership, *, _ctx) -> Fragment:
         raise LangError(f"load needs a tile (GlobalTile/SharedTile), got {tile!r}")
     if not isinstance(ownership, Ownership):
         raise LangError(f"load needs an Ownership, got {ownership!r}")
+    plan = _ldmatrix_plan(tile, ownership) if _ctx.sm >= 75 else None
+    if plan is not None:
+        return Fragment(tile.dtype, ownership, _ldmatrix_load(_ctx, tile, ownership, plan))
     coords = _slot_coords(_ctx, tile, ownership, "load")
     values = [None] * ownership.values
     for slots, width in _accesses(tile, ownership):
@@ -539,3 +542,102 @@ def copy_async(dst, src, threads, bounds=None, *, _ctx) -> None:
         safe = L.where(L.compare(_ctx, ">", nbytes, 0), sptr, src.ptr if all(_is_int(o) and o == 0 for o in src.origin)
                        else _slot_pointer(_ctx, src, (0, 0)), _ctx=_ctx)
         cp_async(dptr, safe, 16, src_bytes=nbytes, _ctx=_ctx)
+
+
+# -- ldmatrix: when a fragment load from shared memory is an 8x8-matrix load ----------------------
+
+def _ldmatrix_plan(tile: Tile, o: Ownership):
+    """``(trans, groups)`` when every warp's load of ``o`` from ``tile`` is a sequence of
+    ``ldmatrix`` instructions, else None. ``groups`` lists (first register, count) per
+    instruction. Checked on the ownership table and the static storage offsets:
+
+    * 16-bit elements in shared memory, whole warps, an even number of slots per thread;
+    * register ``j`` (slots ``2j, 2j+1``) of lane ``l`` holds row ``l // 4`` of an 8x8 matrix,
+      columns ``2(l % 4)`` and ``+1`` (``.trans``: rows ``2(l % 4)``, ``+1`` and column
+      ``l // 4``), the matrix rows being 16-byte aligned runs of 8 elements anywhere.
+    """
+    import numpy as np
+
+    from ..layouts import offsets_table
+
+    if tile.space != "shared" or tile.dtype.bits != 16 or o.threads % 32 or o.values % 2:
+        return None
+    try:
+        offs = offsets_table(_static_storage(tile))
+    except (ValueError, TypeError):
+        return None
+    tab = ownership_table(o)
+    off = offs[tuple(tab[:, :, i] for i in range(o.rank))]  # [T, V] element offsets
+    T_, V = off.shape
+    lane = np.arange(T_) % 32
+    for trans in (False, True):
+        ok = True
+        for j in range(V // 2):
+            lo, hi = off[:, 2 * j], off[:, 2 * j + 1]
+            if not trans:
+                row_start = lo - 2 * (lane % 4)
+                good = (hi == lo + 1) & (row_start % 8 == 0)
+                # the 4 lanes of a quad agree on the row start
+                good &= (row_start.reshape(-1, 4) == row_start.reshape(-1, 4)[:, :1]).all(axis=1).repeat(4)
+            else:
+                r0 = lo - lane // 4
+                r1 = hi - lane // 4
+                good = (r0 % 8 == 0) & (r1 % 8 == 0)
+                # lanes with the same l % 4 read the same two rows
+                q = (lane % 4)
+                for w in range(T_ // 32):
+                    sl = slice(32 * w, 32 * w + 32)
+                    for k in range(4):
+                        sel = np.flatnonzero(q[sl] == k) + 32 * w
+                        good[sel] &= (r0[sel] == r0[sel[0]]) & (r1[sel] == r1[sel[0]])
+            if not good.all():
+                ok = False
+                break
+        if ok:
+            n = V // 2
+            groups = []
+            r = 0
+            while r < n:
+                m = 4 if n - r >= 4 else 2 if n - r >= 2 else 1
+                groups.append((r, m))
+                r += m
+            return trans, tuple(groups)
+    return None
+
+
+def _ldmatrix_load(ctx, tile: Tile, o: Ownership, plan):
+    from .copy import ldmatrix
+
+    trans, groups = plan
+    tgroup = thread_in_group(ctx, o.threads)
+    lane = L.binary(ctx, "&", tgroup, 31)
+    warp_base = L.binary(ctx, "-", tgroup, lane)
+    j_in = L.binary(ctx, ">>", lane, 3)      # the matrix this lane addresses
+    r = L.binary(ctx, "&", lane, 7)          # the matrix row this lane addresses
+    values = [None] * o.values
+    for first, m in groups:
+        j = L.binary(ctx, "&", j_in, m - 1) if m > 1 else 0  # lanes past the last matrix repeat valid rows
+        if not trans:
+            src_thread = L.binary(ctx, "+", warp_base, L.binary(ctx, "<<", r, 2))
+            slot = L.binary(ctx, "<<", L.binary(ctx, "+", j, first), 1) if not (_is_int(j) and j == 0 and first == 0) \
+                else 0
+        else:
+            src_thread = L.binary(ctx, "+", warp_base, L.binary(ctx, ">>", r, 1))
+            base_slot = L.binary(ctx, "<<", L.binary(ctx, "+", j, first), 1) if not (_is_int(j) and j == 0 and first == 0) \
+                else 0
+            slot = L.binary(ctx, "+", base_slot, L.binary(ctx, "&", r, 1))
+        idx = o.tv_layout((wrap(ctx, src_thread), wrap(ctx, slot)))
+        coord = []
+        stride = 1
+        for axis, extent in enumerate(o.shape):
+            c = idx // stride if stride != 1 else idx
+            if axis < len(o.shape) - 1:
+                c = c % extent
+            coord.append(c)
+            stride *= extent
+        ptr = _slot_pointer(ctx, tile, tuple(coord))
+        regs = ldmatrix(ptr, m, trans, _ctx=ctx)
+        for k, reg in enumerate(regs):
+            op = ctx.builder.create("nv.unpack2", [reg], [tile.dtype, tile.dtype], {})
+            values[2 * (first + k)], values[2 * (first + k) + 1] = op.results
+    return values
