@@ -18,6 +18,13 @@ from .lang.softmax import (log_sum_exp, online_softmax_merge, online_softmax_nor
 from .lang.tiles import GlobalTile, SharedTile, Tile, load, permutedims, store, window
 from .layouts import (ComposedLayout, Layout, Ownership, Swizzle, broadcast_plan, reduction_plan,
                       vector_access_plan)
+from .lang.mma import MMAAtom, TiledMMA, mma, mma_sync, tf32, zero_accumulator
+from .lang.copy import commit_copies, cp_async, ldmatrix, stmatrix, wait_copies
+from .lang.tiles import copy_async, store_bounded
+from .lang.tmem import TmemTile, TmemTransfer, partition, reinterpret_tile, tmem_location
+from .lang.tcgen05 import (Tcgen05MMA, fence_after_thread_sync, fence_before_thread_sync, load_async,
+                           store_async, tmem_alloc, tmem_dealloc, tmem_relinquish_alloc_permit, wait_load,
+                           wait_stores)
 from .jit import CompiledKernel, JITFunction, func, jit
 from .runtime.errors import CudaError
 from .runtime.arrays import DeviceArray, to_device
@@ -36,5 +43,9 @@ __all__ = [
     "static_range", "printf", "Fragment", "PackedFragment", "full", "pack", "unpack", "GlobalTile", "SharedTile",
     "Tile", "load", "store", "window", "permutedims", "Layout", "ComposedLayout", "Swizzle", "Ownership",
     "reduction_plan", "broadcast_plan", "vector_access_plan", "online_softmax_update", "online_softmax_merge",
-    "online_softmax_normalize", "log_sum_exp", "row_softmax",
+    "online_softmax_normalize", "log_sum_exp", "row_softmax", "MMAAtom", "TiledMMA", "mma", "mma_sync", "tf32",
+    "zero_accumulator", "commit_copies", "cp_async", "ldmatrix", "stmatrix", "wait_copies", "copy_async",
+    "store_bounded", "TmemTile", "TmemTransfer", "partition", "reinterpret_tile", "tmem_location", "Tcgen05MMA",
+    "fence_after_thread_sync", "fence_before_thread_sync", "load_async", "store_async", "tmem_alloc",
+    "tmem_dealloc", "tmem_relinquish_alloc_permit", "wait_load", "wait_stores",
 ]

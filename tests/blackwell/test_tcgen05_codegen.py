@@ -40,7 +40,7 @@ def ld_st(out, ATOM: tylo.constexpr, NUM: tylo.constexpr, DT: tylo.constexpr):
     base = slot[0]
     pending = tc.load_async(acc, base)
     done = tc.wait_load(pending)
-    regs = done.values
+    regs = done.words if DT.bits == 16 else done.values  # a PackedFragment for 16-bit tiles
     s = regs[0]
     for r in regs[1:]:
         s = s + r

@@ -32,7 +32,7 @@ def tma_probe(out, tmap: tylo.u64, r0: tylo.i32, c0: tylo.i32, PLAN: tylo.conste
     if tid == 0:
         mb.mbarrier_init(bars.ptr, 1)
         mb.fence_view_async_shared()
-    tylo.sync_threads()
+    mb.named_barrier_sync(0, 128)   # convergent (sync_threads' asm may be tail-duplicated)
     if tid == 0:
         mb.mbarrier_arrive_expect_tx(bars.ptr, BYTES)
         tma.tma_load_tile(PLAN, tmap, tile, (r0, c0), bars.ptr)
@@ -89,7 +89,7 @@ def wgmma_probe(out, ta: tylo.u64, tb: tylo.u64, desc_hi: tylo.u64, PLAN: tylo.c
     if tid == 0:
         mb.mbarrier_init(bars.ptr, 1)
         mb.fence_view_async_shared()
-    tylo.sync_threads()
+    mb.named_barrier_sync(0, 128)   # convergent (sync_threads' asm may be tail-duplicated)
     if tid == 0:
         mb.mbarrier_arrive_expect_tx(bars.ptr, 16384)
         tma.tma_load_tile(TILE, ta, a, (0, 0), bars.ptr)

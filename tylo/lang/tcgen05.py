@@ -21,6 +21,7 @@ from ..ir import types as T
 from ..ir.core import Value
 from ..ir.ops import register_op
 from ..ir.types import PointerType
+from . import core as L
 from .base import LangError, builtin
 from .tmem import TmemAccess, slots_per_word
 
@@ -563,17 +564,36 @@ def wait_load(pending, *, _ctx):
     through the wait)."""
     if not isinstance(pending, TmemLoad):
         raise LangError(f"wait_load takes the result of load_async, got {pending!r}")
-    return TmemLoad(pending.access, tcgen05_wait_ld(pending.values, _ctx=_ctx), True)
+    from .fragment import Fragment, PackedFragment
+
+    regs = tcgen05_wait_ld(pending.values, _ctx=_ctx)
+    access = pending.access
+    if access.packed:  # two 16-bit values per word, low half first: the seed's PackedFragment
+        return PackedFragment(access.dtype, access.ownership, regs)
+    vals = [v if v.type == access.dtype else _ctx.builder.value("arith.bitcast", [v], access.dtype) for v in regs]
+    return Fragment(access.dtype, access.ownership, vals)
 
 
 @builtin
 def store_async(access, values, taddr=None, *, _ctx):
     """Start ``access``'s ``tcgen05.st`` of ``values`` (a tuple of 32-bit
     registers, or a ``TmemLoad`` whose ownership matches)."""
+    from .fragment import Fragment, PackedFragment
+
     if isinstance(values, TmemLoad):
         if values.access.ownership != access.ownership or values.access.dtype != access.dtype:
             raise LangError("store_async: the registers' ownership does not match the access")
         values = values.values
+    elif isinstance(values, (Fragment, PackedFragment)):
+        if values.ownership != access.ownership:
+            raise LangError(f"store_async: the fragment's ownership {values.ownership.name or values.ownership!r} "
+                            f"is not the transfer's {access.ownership.name or access.ownership!r}")
+        if isinstance(values, PackedFragment):
+            values = values.words
+        else:
+            rt = _reg_type(access)
+            values = [L.cast(v, access.dtype, _ctx=_ctx) for v in values.values]
+            values = [v if v.type == rt else _ctx.builder.value("arith.bitcast", [v], rt) for v in values]
     tcgen05_st(access, values, taddr, _ctx=_ctx)
 
 

@@ -10,9 +10,22 @@ from __future__ import annotations
 
 from ..llvm import lowering
 
-__all__ = ["shared_address"]
+__all__ = ["shared_address", "convergent_asm"]
 
 _MEM = "~{memory}"
+
+
+def convergent_asm(lw, *args, **kwargs):
+    """``lw.asm(...)`` for ``.sync.aligned``/``elect``/``bar`` instructions: the call is marked
+    ``convergent`` so LLVM never duplicates it into divergent paths (tail duplication would
+    otherwise give the threads of one warp different copies of an aligned barrier)."""
+    start = len(lw.lines)
+    names = lw.asm(*args, **kwargs)
+    for i in range(start, len(lw.lines)):
+        if " asm " in lw.lines[i]:
+            lw.lines[i] += " convergent"
+            break
+    return names
 
 
 def shared_address(lw, ptr_value) -> str:
@@ -89,13 +102,13 @@ def _fence(lw, op):
 def _named(lw, op):
     bid, count = op.operands
     instr = {"sync": "bar.sync", "arrive": "bar.arrive"}[op.attrs["kind"]]
-    lw.asm(f"{instr} $0, $1;", f"r,r,{_MEM}", (), [("i32", lw.ref(bid)), ("i32", lw.ref(count))],
+    convergent_asm(lw, f"{instr} $0, $1;", f"r,r,{_MEM}", (), [("i32", lw.ref(bid)), ("i32", lw.ref(count))],
            side_effects=True)
 
 
 @lowering("nv.elect_one")
 def _elect(lw, op):
-    (r,) = lw.asm("{ .reg .pred p; elect.sync _|p, 0xffffffff; selp.u32 $0, 1, 0, p; }", "=r", ["i32"], (),
+    (r,) = convergent_asm(lw, "{ .reg .pred p; elect.sync _|p, 0xffffffff; selp.u32 $0, 1, 0, p; }", "=r", ["i32"], (),
                   side_effects=True)
     b = lw.fresh()
     lw.emit(f"{b} = icmp ne i32 {r}, 0")
@@ -104,5 +117,5 @@ def _elect(lw, op):
 
 @lowering("nv.setmaxnreg")
 def _setmaxnreg(lw, op):
-    lw.asm(f"setmaxnreg.{op.attrs['action']}.sync.aligned.u32 {op.attrs['count']};", _MEM, (), (),
+    convergent_asm(lw, f"setmaxnreg.{op.attrs['action']}.sync.aligned.u32 {op.attrs['count']};", _MEM, (), (),
            side_effects=True)

@@ -8,6 +8,7 @@ on the results can be scheduled above a ``wait_group``.
 from __future__ import annotations
 
 from ..llvm import lowering
+from .mbarrier import convergent_asm
 
 __all__ = []
 
@@ -17,12 +18,12 @@ def _through(lw, op, template: str, extra_constraints: str = "", extra_args=()):
     n = len(op.results)
     if n == 0:
         cons = ",".join(c for c in (extra_constraints, "~{memory}") if c)
-        lw.asm(template, cons, (), list(extra_args), side_effects=True)
+        convergent_asm(lw, template, cons, (), list(extra_args), side_effects=True)
         return
     cons = ",".join(["=f"] * n + [str(i) for i in range(n)] + ([extra_constraints] if extra_constraints else [])
                     + ["~{memory}"])
     args = [("float", lw.ref(v)) for v in op.operands[-n:]] + list(extra_args)
-    names = lw.asm(template, cons, ["float"] * n, args, side_effects=True)
+    names = convergent_asm(lw, template, cons, ["float"] * n, args, side_effects=True)
     for r, name in zip(op.results, names):
         lw.bind(r, name)
 
