@@ -25,6 +25,10 @@ from .lang.tmem import TmemTile, TmemTransfer, partition, reinterpret_tile, tmem
 from .lang.tcgen05 import (Tcgen05MMA, fence_after_thread_sync, fence_before_thread_sync, load_async,
                            store_async, tmem_alloc, tmem_dealloc, tmem_relinquish_alloc_permit, wait_load,
                            wait_stores)
+from .lang import mbarrier as _mbarrier, tma as _tma, wgmma as _wgmma
+from .lang.mbarrier import *  # noqa: F401,F403 - mbarriers, fences, named barriers, elect, setmaxnreg
+from .lang.tma import *  # noqa: F401,F403 - TMA plans, prepare_tma and the copy builtins
+from .lang.wgmma import *  # noqa: F401,F403 - WGMMA plans, descriptors and builtins
 from .jit import CompiledKernel, JITFunction, func, jit
 from .runtime.errors import CudaError
 from .runtime.arrays import DeviceArray, to_device
@@ -48,4 +52,5 @@ __all__ = [
     "store_bounded", "TmemTile", "TmemTransfer", "partition", "reinterpret_tile", "tmem_location", "Tcgen05MMA",
     "fence_after_thread_sync", "fence_before_thread_sync", "load_async", "store_async", "tmem_alloc",
     "tmem_dealloc", "tmem_relinquish_alloc_permit", "wait_load", "wait_stores",
+    *_mbarrier.__all__, *_tma.__all__, *_wgmma.__all__,
 ]

@@ -107,7 +107,8 @@ class _Lowering:
     def declare(self, text: str):
         self.declares.add(text)
 
-    def asm(self, template: str, constraints: str, out_types=(), args=(), side_effects: bool = False):
+    def asm(self, template: str, constraints: str, out_types=(), args=(), side_effects: bool = False,
+            convergent: bool = False):
         """Emit inline PTX. ``out_types``: LLVM types of the outputs (in constraint order);
         ``args``: ``(llvm_type, operand)`` pairs. Returns the names of the outputs.
 
@@ -117,17 +118,18 @@ class _Lowering:
         text = template.replace("\\", "\\\\").replace('"', '\\22')
         argtext = ", ".join(f"{t} {v}" for t, v in args)
         effect = " sideeffect" if side_effects else ""
+        conv = " #1" if convergent else ""  # collective instructions: never duplicated into branches
         out_types = list(out_types)
         if not out_types:
-            self.emit(f'call void asm{effect} "{text}", "{constraints}"({argtext})')
+            self.emit(f'call void asm{effect} "{text}", "{constraints}"({argtext}){conv}')
             return []
         if len(out_types) == 1:
             name = self.fresh()
-            self.emit(f'{name} = call {out_types[0]} asm{effect} "{text}", "{constraints}"({argtext})')
+            self.emit(f'{name} = call {out_types[0]} asm{effect} "{text}", "{constraints}"({argtext}){conv}')
             return [name]
         struct_t = "{ " + ", ".join(out_types) + " }"
         agg = self.fresh()
-        self.emit(f'{agg} = call {struct_t} asm{effect} "{text}", "{constraints}"({argtext})')
+        self.emit(f'{agg} = call {struct_t} asm{effect} "{text}", "{constraints}"({argtext}){conv}')
         names = []
         for i in range(len(out_types)):
             name = self.fresh()
@@ -188,6 +190,7 @@ class _Lowering:
         out.append("}")
         if attrs:
             out.append(f"attributes #0 = {{ {' '.join(attrs)} }}")
+        out.append("attributes #1 = { convergent }")
         for i, md in enumerate(self.loop_md):
             out.append(f"!{md} = distinct !{{!{md}, !{md + 1}}}")
             out.append(f'!{md + 1} = !{{!"llvm.loop.unroll.disable"}}')
@@ -429,7 +432,12 @@ class _Lowering:
             self.emit(f"{e0} = call float @llvm.fma.f32(float {x}, float {hi}, float {nt})")
             self.emit(f"{e1} = call float @llvm.fma.f32(float {x}, float {lo}, float {e0})")
             self.emit(f"{p} = {ptx_core.approx_f32('exp2', t)}")
-            self.emit(f"{c} = fmul float {e1}, {_float_literal(self._LN2, T.f32)}")
+            at, fin, e2 = self.fresh(), self.fresh(), self.fresh()
+            self.declare("declare float @llvm.fabs.f32(float)")
+            self.emit(f"{at} = call float @llvm.fabs.f32(float {t})")
+            self.emit(f"{fin} = fcmp olt float {at}, 0x7FF0000000000000")  # the correction only for finite t
+            self.emit(f"{e2} = select i1 {fin}, float {e1}, float 0.0")
+            self.emit(f"{c} = fmul float {e2}, {_float_literal(self._LN2, T.f32)}")
             self.emit(f"{name} = call float @llvm.fma.f32(float {p}, float {c}, float {p})")
         elif fn == "log":
             l2 = self.fresh()
@@ -540,7 +548,8 @@ class _Lowering:
         self._result(op, f"call i32 @{fn}()")
 
     def op_nv_barrier(self, op):
-        self.emit('call void asm sideeffect "bar.sync 0;", "~{memory}"()')
+        # convergent: LLVM must not duplicate or sink a CTA barrier into divergent branches
+        self.emit('call void asm sideeffect "bar.sync 0;", "~{memory}"() #1')
 
     def op_nv_assume(self, op):
         self.declare("declare void @llvm.assume(i1)")

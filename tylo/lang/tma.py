@@ -348,3 +348,13 @@ def prefetch_tma_descriptor(tmap, *, _ctx):
 
 __all__ += ["tma_load_tile", "tma_store_tile", "commit_tma_stores", "wait_tma_reads", "wait_tma_stores",
             "prefetch_tma_descriptor"]
+
+
+def _tma_kernel_value(ctx, address, static):
+    """In a kernel a TMA binding is the generic address (u64) of its by-value descriptor."""
+    return ctx.builder.value("ptr.to_int", [address], _T.u64)
+
+
+from .base import register_blob_kind  # noqa: E402
+
+register_blob_kind("tma", _tma_kernel_value)

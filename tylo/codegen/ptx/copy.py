@@ -41,7 +41,7 @@ def lower_ldmatrix(lw, op):
     num, trans = op.attrs["num"], op.attrs["trans"]
     addr = _addr(lw, op.operands[0], 32)
     cons = ",".join(["=r"] * num + ["r", _MEM])
-    names = lw.asm(ldmatrix_template(num, trans), cons, ["i32"] * num, [("i32", addr)], side_effects=True)
+    names = lw.asm(ldmatrix_template(num, trans), cons, ["i32"] * num, [("i32", addr)], side_effects=True, convergent=True)
     for r, name in zip(op.results, names):
         lw.bind(r, name)
 
@@ -53,7 +53,7 @@ def lower_stmatrix(lw, op):
     addr = _addr(lw, ptr, 32)
     args = [("i32", addr)] + [("i32", lw.ref(r)) for r in regs]
     cons = ",".join(["r"] * (1 + num) + [_MEM])
-    lw.asm(stmatrix_template(num, trans), cons, [], args, side_effects=True)
+    lw.asm(stmatrix_template(num, trans), cons, [], args, side_effects=True, convergent=True)
 
 
 @lowering("nv.cp_async")

@@ -16,16 +16,9 @@ _MEM = "~{memory}"
 
 
 def convergent_asm(lw, *args, **kwargs):
-    """``lw.asm(...)`` for ``.sync.aligned``/``elect``/``bar`` instructions: the call is marked
-    ``convergent`` so LLVM never duplicates it into divergent paths (tail duplication would
-    otherwise give the threads of one warp different copies of an aligned barrier)."""
-    start = len(lw.lines)
-    names = lw.asm(*args, **kwargs)
-    for i in range(start, len(lw.lines)):
-        if " asm " in lw.lines[i]:
-            lw.lines[i] += " convergent"
-            break
-    return names
+    """``lw.asm(...)`` for ``.sync.aligned``/``elect``/``bar`` instructions, marked ``convergent``
+    so LLVM never duplicates it into divergent paths."""
+    return lw.asm(*args, convergent=True, **kwargs)
 
 
 def shared_address(lw, ptr_value) -> str:

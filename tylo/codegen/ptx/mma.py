@@ -54,6 +54,6 @@ def lower_mma_sync(lw, op):
             cons.append("r")
     outs = ["float" if r.type == T.f32 else "i32" for r in op.results]
     out_cons = ["=f" if r.type == T.f32 else "=r" for r in op.results]
-    names = lw.asm(mma_template(opcode, na, nb, nc), ",".join(out_cons + cons), outs, args)
+    names = lw.asm(mma_template(opcode, na, nb, nc), ",".join(out_cons + cons), outs, args, convergent=True)
     for r, name in zip(op.results, names):
         lw.bind(r, name)

@@ -55,20 +55,20 @@ def _shared_u32(lw, v) -> str:
 def _alloc(lw, op):
     a = op.attrs
     lw.asm(f"tcgen05.alloc.cta_group::{a['cta_group']}.sync.aligned.shared::cta.b32 [$0], {a['columns']};",
-           "r,~{memory}", args=[("i32", _shared_u32(lw, op.operands[0]))], side_effects=True)
+           "r,~{memory}", args=[("i32", _shared_u32(lw, op.operands[0]))], side_effects=True, convergent=True)
 
 
 @lowering("nv.tcgen05.dealloc")
 def _dealloc(lw, op):
     a = op.attrs
     lw.asm(f"tcgen05.dealloc.cta_group::{a['cta_group']}.sync.aligned.b32 $0, {a['columns']};",
-           "r,~{memory}", args=[("i32", lw.ref(op.operands[0]))], side_effects=True)
+           "r,~{memory}", args=[("i32", lw.ref(op.operands[0]))], side_effects=True, convergent=True)
 
 
 @lowering("nv.tcgen05.relinquish_alloc_permit")
 def _relinquish(lw, op):
     lw.asm(f"tcgen05.relinquish_alloc_permit.cta_group::{op.attrs['cta_group']}.sync.aligned;",
-           "~{memory}", side_effects=True)
+           "~{memory}", side_effects=True, convergent=True)
 
 
 @lowering("nv.tcgen05.ld")
@@ -77,7 +77,7 @@ def _ld(lw, op):
     types = [r.type for r in op.results]
     cons = ",".join("=" + _cons(t) for t in types) + ",r,~{memory}"
     names = lw.asm(ld_template(op.attrs, n), cons, [llvm_type(t) for t in types],
-                   [("i32", lw.ref(op.operands[0]))], side_effects=True)
+                   [("i32", lw.ref(op.operands[0]))], side_effects=True, convergent=True)
     for r, name in zip(op.results, names):
         lw.bind(r, name)
 
@@ -87,26 +87,26 @@ def _st(lw, op):
     addr, *vals = op.operands
     cons = "r," + ",".join(_cons(v.type) for v in vals) + ",~{memory}"
     args = [("i32", lw.ref(addr))] + [(llvm_type(v.type), lw.ref(v)) for v in vals]
-    lw.asm(st_template(op.attrs, len(vals)), cons, args=args, side_effects=True)
+    lw.asm(st_template(op.attrs, len(vals)), cons, args=args, side_effects=True, convergent=True)
 
 
 @lowering("nv.tcgen05.wait_ld")
 def _wait_ld(lw, op):
     n = len(op.operands)
     if n == 0:
-        lw.asm("tcgen05.wait::ld.sync.aligned;", "~{memory}", side_effects=True)
+        lw.asm("tcgen05.wait::ld.sync.aligned;", "~{memory}", side_effects=True, convergent=True)
         return
     types = [v.type for v in op.operands]
     cons = ",".join("=" + _cons(t) for t in types) + "," + ",".join(str(i) for i in range(n)) + ",~{memory}"
     names = lw.asm("tcgen05.wait::ld.sync.aligned;", cons, [llvm_type(t) for t in types],
-                   [(llvm_type(v.type), lw.ref(v)) for v in op.operands], side_effects=True)
+                   [(llvm_type(v.type), lw.ref(v)) for v in op.operands], side_effects=True, convergent=True)
     for r, name in zip(op.results, names):
         lw.bind(r, name)
 
 
 @lowering("nv.tcgen05.wait_st")
 def _wait_st(lw, op):
-    lw.asm("tcgen05.wait::st.sync.aligned;", "~{memory}", side_effects=True)
+    lw.asm("tcgen05.wait::st.sync.aligned;", "~{memory}", side_effects=True, convergent=True)
 
 
 @lowering("nv.tcgen05.fence_before")
@@ -131,7 +131,7 @@ def _mma(lw, op):
     a_c = "r" if at["a_tmem"] else "l"
     lw.asm(text, f"r,{a_c},l,r,r,~{{memory}}",
            args=[("i32", lw.ref(d)), ("i32" if at["a_tmem"] else "i64", lw.ref(a)), ("i64", lw.ref(b)),
-                 ("i32", lw.ref(idesc)), ("i32", p)], side_effects=True)
+                 ("i32", lw.ref(idesc)), ("i32", p)], side_effects=True, convergent=True)
 
 
 @lowering("nv.tcgen05.commit")
