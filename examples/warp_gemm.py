@@ -26,7 +26,8 @@ B_SMEM = ComposedLayout(Swizzle(3, 3, 3), Layout((BK, BN), (BN, 1)))
 
 
 @tylo.jit
-def warp_gemm(c, a, b, M, N, K, alpha: tylo.f32):
+def warp_gemm(c, a, b, M, N, K, alpha: tylo.f32, VEC: tylo.constexpr = 16):
+    """VEC: bytes per cp.async (16 when the rows of A and B are 16-byte aligned, else 2: element copies)."""
     m0 = tylo.block_idx.y * BM
     n0 = tylo.block_idx.x * BN
     sa = tylo.shared_array(tylo.bf16, (2 * BM * BK,), align=128)
@@ -35,9 +36,9 @@ def warp_gemm(c, a, b, M, N, K, alpha: tylo.f32):
     gb = tylo.GlobalTile(b, Layout((K, N), (N, 1)))
     ktiles = (K + BK - 1) // BK
     copy_async(tylo.SharedTile(sa.ptr, A_SMEM), tylo.window(ga, (m0, 0), (BM, BK), check=False), THREADS,
-               bounds=(M - m0, K))
+               bounds=(M - m0, K), vector_bytes=VEC)
     copy_async(tylo.SharedTile(sb.ptr, B_SMEM), tylo.window(gb, (0, n0), (BK, BN), check=False), THREADS,
-               bounds=(K, N - n0))
+               bounds=(K, N - n0), vector_bytes=VEC)
     commit_copies()
     acc = zero_accumulator(TILED)
     for kt in range(ktiles):
@@ -46,9 +47,9 @@ def warp_gemm(c, a, b, M, N, K, alpha: tylo.f32):
             k1 = (kt + 1) * BK
             nxt = 1 - stage
             copy_async(tylo.SharedTile(sa.ptr + nxt * (BM * BK), A_SMEM), tylo.window(ga, (m0, k1), (BM, BK), check=False),
-                       THREADS, bounds=(M - m0, K - k1))
+                       THREADS, bounds=(M - m0, K - k1), vector_bytes=VEC)
             copy_async(tylo.SharedTile(sb.ptr + nxt * (BK * BN), B_SMEM), tylo.window(gb, (k1, n0), (BK, BN), check=False),
-                       THREADS, bounds=(K - k1, N - n0))
+                       THREADS, bounds=(K - k1, N - n0), vector_bytes=VEC)
         commit_copies()
         wait_copies(1)
         tylo.sync_threads()
@@ -64,11 +65,14 @@ def warp_gemm(c, a, b, M, N, K, alpha: tylo.f32):
     store_bounded(gc, out, (M - m0, N - n0))
 
 
-AOT = [(warp_gemm, "*bf16:16, *bf16:16, *bf16:16, i32, i32, i32, f32", {}, THREADS)]
+AOT = [(warp_gemm, "*bf16:16, *bf16:16, *bf16:16, i32, i32, i32, f32", {"VEC": 16}, THREADS),
+       (warp_gemm, "*bf16:16, *bf16:16, *bf16:16, i32, i32, i32, f32", {"VEC": 2}, THREADS)]
 
 
 def launch(c, a, b, M, N, K, alpha=1.0, stream=None):
-    warp_gemm[((N + BN - 1) // BN, (M + BM - 1) // BM), THREADS](c, a, b, M, N, K, alpha, stream=stream)
+    """16-byte copies when every row of A and B starts 16-byte aligned, else element copies."""
+    vec = 16 if K % 8 == 0 and N % 8 == 0 else 2
+    warp_gemm[((N + BN - 1) // BN, (M + BM - 1) // BM), THREADS](c, a, b, M, N, K, alpha, VEC=vec, stream=stream)
 
 
 def run() -> None:

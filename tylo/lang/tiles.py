@@ -490,8 +490,22 @@ def _contiguous_axis(tile: Tile):
     return None
 
 
+def _load_or_zero(ctx, cond, ptr, dtype):
+    """``*ptr`` where ``cond`` holds, else 0, without touching memory when it does not."""
+    from ..ir.core import Block
+
+    if cond is True:
+        return L.load(ctx, ptr)
+    then, other = Block(), Block()
+    with ctx.builder.at(then):
+        ctx.builder.create("scf.yield", [L.load(ctx, ptr)])
+    with ctx.builder.at(other):
+        ctx.builder.create("scf.yield", [L.to_value(ctx, 0, dtype)])
+    return ctx.builder.create("scf.if", [cond], [dtype], blocks=[then, other]).results[0]
+
+
 @builtin
-def copy_async(dst, src, threads, bounds=None, *, _ctx) -> None:
+def copy_async(dst, src, threads, bounds=None, vector_bytes: int = 16, *, _ctx) -> None:
     """Copy a global tile into a shared tile of the same shape with ``cp.async``, 16 bytes per
     instruction, the vectors spread over ``threads`` threads (thread ``tid % threads`` takes
     vectors ``tid, tid + threads, ...``). Call ``commit_copies()``/``wait_copies(n)`` after.
@@ -499,6 +513,10 @@ def copy_async(dst, src, threads, bounds=None, *, _ctx) -> None:
     With ``bounds`` (valid extents from the view's origin, runtime allowed), vectors past them
     are zero-filled (``src-size`` 0, or partial at a ragged edge) and their source pointer is
     the view's origin, so no address outside the data is formed.
+
+    ``vector_bytes`` (16, 8 or 4) is the width of each ``cp.async``; the source rows must be
+    aligned to it. ``vector_bytes`` equal to the element size copies element by element with
+    ordinary loads and stores (synchronous), for sources whose rows are not 4-byte aligned.
     """
     from .copy import cp_async
 
@@ -514,11 +532,14 @@ def copy_async(dst, src, threads, bounds=None, *, _ctx) -> None:
     if axis is None or _contiguous_axis(dst) != axis:
         raise LangError("copy_async needs both tiles contiguous (stride 1) along the same axis")
     elem = src.dtype.itemsize
-    vec = 16 // elem
+    if vector_bytes not in (16, 8, 4, elem) or vector_bytes < elem:
+        raise LangError(f"copy_async: vector_bytes must be 16, 8, 4 or the element size, got {vector_bytes}")
+    vec = vector_bytes // elem
     extent = dst.shape[axis]
     other = dst.shape[1 - axis]
     if extent % vec:
-        raise LangError(f"copy_async moves 16-byte vectors: the contiguous extent {extent} must be a multiple of {vec}")
+        raise LangError(f"copy_async moves {vector_bytes}-byte vectors: the contiguous extent {extent} must be a "
+                        f"multiple of {vec}")
     per_line = extent // vec
     total = per_line * other
     if not _is_int(threads) or threads <= 0 or total % threads:
@@ -531,8 +552,12 @@ def copy_async(dst, src, threads, bounds=None, *, _ctx) -> None:
         coord = (line, pos) if axis == 1 else (pos, line)
         dptr = _slot_pointer(_ctx, dst, coord)
         sptr = _slot_pointer(_ctx, src, coord)
+        if vec == 1 and vector_bytes < 4:  # element by element, synchronous
+            ok = True if bounds is None else _in_bounds(_ctx, coord, tuple(bounds))
+            L.store(_ctx, dptr, _load_or_zero(_ctx, ok, sptr, src.dtype))
+            continue
         if bounds is None:
-            cp_async(dptr, sptr, 16, _ctx=_ctx)
+            cp_async(dptr, sptr, vector_bytes, _ctx=_ctx)
             continue
         b_line, b_pos = (bounds[0], bounds[1]) if axis == 1 else (bounds[1], bounds[0])
         line_ok = L.compare(_ctx, "<", line, b_line)
@@ -541,7 +566,7 @@ def copy_async(dst, src, threads, bounds=None, *, _ctx) -> None:
         nbytes = L.where(line_ok, L.binary(_ctx, "*", n_valid, elem), 0, _ctx=_ctx)
         safe = L.where(L.compare(_ctx, ">", nbytes, 0), sptr, src.ptr if all(_is_int(o) and o == 0 for o in src.origin)
                        else _slot_pointer(_ctx, src, (0, 0)), _ctx=_ctx)
-        cp_async(dptr, safe, 16, src_bytes=nbytes, _ctx=_ctx)
+        cp_async(dptr, safe, vector_bytes, src_bytes=nbytes, _ctx=_ctx)
 
 
 # -- ldmatrix: when a fragment load from shared memory is an 8x8-matrix load ----------------------
