@@ -481,13 +481,11 @@ def store_bounded(dst, frag, bounds, *, _ctx) -> None:
         _guarded(_ctx, ok, lambda coord=coord, val=val: L.store(_ctx, _slot_pointer(_ctx, dst, coord), val))
 
 
-def _contiguous_axis(tile: Tile):
+def _unit_stride_axes(tile: Tile) -> list:
+    """Axes along which the tile's storage is contiguous (static stride 1)."""
     layout = tile.layout.layout if isinstance(tile.layout, ComposedLayout) else tile.layout
     strides = layout.stride if isinstance(layout.stride, tuple) else (layout.stride,)
-    for axis, s in enumerate(strides):
-        if _is_int(s) and s == 1:
-            return axis
-    return None
+    return [axis for axis, s in enumerate(strides) if _is_int(s) and s == 1]
 
 
 def _load_or_zero(ctx, cond, ptr, dtype):
@@ -528,9 +526,11 @@ def copy_async(dst, src, threads, bounds=None, vector_bytes: int = 16, *, _ctx) 
         raise LangError(f"copy_async needs two 2-D tiles of one static shape, got {src.shape} and {dst.shape}")
     if dst.dtype.itemsize != src.dtype.itemsize:
         raise LangError(f"copy_async copies bytes of equal-size elements, got {src.dtype} and {dst.dtype}")
-    axis = _contiguous_axis(src)
-    if axis is None or _contiguous_axis(dst) != axis:
+    # (a source stride can be 1 on two axes, e.g. a K == 1 specialisation: follow the destination)
+    common = [a for a in _unit_stride_axes(dst) if a in _unit_stride_axes(src)]
+    if not common:
         raise LangError("copy_async needs both tiles contiguous (stride 1) along the same axis")
+    axis = common[-1]
     elem = src.dtype.itemsize
     if vector_bytes not in (16, 8, 4, elem) or vector_bytes < elem:
         raise LangError(f"copy_async: vector_bytes must be 16, 8, 4 or the element size, got {vector_bytes}")
