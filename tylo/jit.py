@@ -14,6 +14,9 @@ import time
 from dataclasses import dataclass, field
 
 from . import __version__ as _version
+from .cache import cache_key, default_cache
+from .codegen.compile import Resources, toolchain_versions
+from .codegen.targets import get_target
 from .ir import types as T
 from .ir.types import ConstexprMarker, PointerType, ScalarType
 
@@ -381,8 +384,6 @@ class JITFunction:
         of tylo types); ``constexprs`` gives every constexpr parameter's value; ``block`` (optional)
         sets ``maxntid``.
         """
-        from .codegen import get_target
-
         get_target(arch)
         constexprs = dict(constexprs or {})
         runtime_params = [p for p in self.params if not p.constexpr]
@@ -426,9 +427,6 @@ class JITFunction:
         return self._deps
 
     def _compile(self, spec, arch, maxntid):
-        from .cache import cache_key, default_cache
-        from .codegen import lower_kernel, toolchain_versions
-        from .codegen import get_target
 
         target = get_target(arch)
         sig_text, params = _describe_spec(self.params, spec)
@@ -444,7 +442,6 @@ class JITFunction:
         entry = cache.lookup(key)
         if entry is not None:
             meta = entry.meta
-            from .codegen import Resources
 
             res = Resources(**{k: meta.get(k, 0) for k in Resources.__dataclass_fields__})
             return CompiledKernel(

@@ -1,7 +1,21 @@
-"""IR -> LLVM -> PTX -> cubin, with the target table and per-feature PTX templates."""
-from .compile import AssemblerError, Resources, llvm_to_ptx, parse_resources, ptx_to_cubin, toolchain_versions
-from .llvm import llvm_type, lower_kernel
-from .targets import TARGETS, Target, get_target
+"""IR -> LLVM -> PTX -> cubin, with the target table and per-feature PTX templates.
 
-__all__ = ["AssemblerError", "Resources", "llvm_to_ptx", "parse_resources", "ptx_to_cubin", "toolchain_versions",
-           "llvm_type", "lower_kernel", "TARGETS", "Target", "get_target"]
+Submodules load on first use: a warm cache hit needs only the target table and the
+toolchain fingerprint, not LLVM or the lowerings.
+"""
+import importlib
+
+_EXPORTS = {
+    "AssemblerError": "compile", "Resources": "compile", "llvm_to_ptx": "compile", "parse_resources": "compile",
+    "ptx_to_cubin": "compile", "toolchain_versions": "compile", "llvm_type": "llvm", "lower_kernel": "llvm",
+    "TARGETS": "targets", "Target": "targets", "get_target": "targets",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'tylo.codegen' has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{module}"), name)

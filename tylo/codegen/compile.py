@@ -130,21 +130,18 @@ def ptx_to_cubin(ptx: str, target: Target, name: str = "kernel") -> tuple[bytes,
 
 @functools.lru_cache(maxsize=None)
 def toolchain_versions() -> dict:
-    """Versions that enter the cache key: llvmlite (which fixes the LLVM version) and the assembler.
+    """Fingerprints of the toolchain for the cache key: llvmlite (which fixes LLVM) and the assembler.
 
-    Read from package metadata: importing llvmlite or loading nvJitLink just to
-    name them would cost more than a warm cache hit.
+    Cheap on purpose (a warm cache hit computes it): llvmlite's version string and the
+    assembler library's file name and size, without loading either.
     """
-    from importlib import metadata
+    import llvmlite
 
-    out = {"llvmlite": metadata.version("llvmlite")}
-    if nvjitlink.available():
-        out["assembler"] = "nvjitlink-" + ".".join(map(str, nvjitlink.version()))
+    out = {"llvmlite": llvmlite.__version__}
+    path = nvjitlink.library_path()
+    if path is not None:
+        out["assembler"] = f"{os.path.basename(path)}:{os.path.getsize(path)}"
     else:
         ptxas = shutil.which("ptxas")
-        if ptxas:
-            proc = subprocess.run([ptxas, "--version"], capture_output=True, text=True)
-            out["assembler"] = "ptxas-" + proc.stdout.strip().splitlines()[-1]
-        else:
-            out["assembler"] = "none"
+        out["assembler"] = f"ptxas:{os.path.getsize(ptxas)}" if ptxas else "none"
     return out

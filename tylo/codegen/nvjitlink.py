@@ -11,7 +11,7 @@ import functools
 import glob
 import os
 
-__all__ = ["available", "version", "link_ptx", "NvJitLinkError"]
+__all__ = ["available", "version", "link_ptx", "library_path", "NvJitLinkError"]
 
 
 class NvJitLinkError(RuntimeError):
@@ -27,6 +27,15 @@ def _candidates():
         for pattern in ("cu*/lib/libnvJitLink.so*", "nvjitlink/lib/libnvJitLink.so*"):
             yield from sorted(glob.glob(os.path.join(root, pattern)), reverse=True)
     yield "libnvJitLink.so"
+
+
+@functools.lru_cache(maxsize=None)
+def library_path() -> str | None:
+    """The libnvJitLink file the pip package installed (None: only a system library, if any)."""
+    for path in _candidates():
+        if os.path.isabs(path) and os.path.exists(path):
+            return os.path.realpath(path)
+    return None
 
 
 @functools.lru_cache(maxsize=None)
