@@ -20,11 +20,11 @@ from ..ir import types as T
 from ..ir.core import Value
 from ..ir.types import ScalarType
 from ..layouts import Ownership, broadcast_plan, permutedims as _permute, reduction_plan, register_window
-from ..layouts import same_distribution
+from ..layouts import relayout_plan, same_distribution
 from . import core as L
 from .base import LangError, builtin
 
-__all__ = ["Fragment", "PackedFragment", "full", "pack", "unpack", "fragment_of"]
+__all__ = ["Fragment", "PackedFragment", "full", "pack", "unpack", "fragment_of", "relayout"]
 
 
 class _Method:
@@ -244,3 +244,22 @@ def unpack(packed, *, _ctx) -> Fragment:
         op = _ctx.builder.create("nv.unpack2", [w], [packed.dtype, packed.dtype], {})
         vals.extend(op.results)
     return Fragment(packed.dtype, packed.ownership, vals)
+
+
+@builtin
+def relayout(frag, ownership, *, _ctx):
+    """The same values under another ownership of the same logical shape, by renaming registers
+    within each thread (``relayout_plan``); a compile error when a value would have to move to
+    another thread. This is how an MMA accumulator becomes the next MMA's A operand (the
+    m16n8k16 accumulators of two adjacent n8 tiles are exactly an A fragment)."""
+    if not isinstance(ownership, Ownership):
+        raise LangError(f"relayout needs an Ownership, got {ownership!r}")
+    if isinstance(frag, PackedFragment):
+        raise LangError("relayout a fragment before packing it")
+    if not isinstance(frag, Fragment):
+        raise LangError(f"relayout needs a Fragment, got {frag!r}")
+    try:
+        plan = relayout_plan(frag.ownership, ownership)
+    except ValueError as exc:
+        raise LangError(f"relayout from {_name(frag.ownership)} to {_name(ownership)}: {exc}") from None
+    return Fragment(frag.dtype, ownership, [frag.values[s] for s in plan.sources])
