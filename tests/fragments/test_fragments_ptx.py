@@ -79,3 +79,27 @@ def test_fragment_compile_errors(kernel, message):
 def test_reduction_across_warps_names_the_rule():
     with pytest.raises(tylo.CompileError, match="warp"):
         reduce_across_warps.compile(signature="*f32, *f32", arch="sm_90a")
+
+
+from tylo.lang.mma import MMAAtom, TiledMMA  # noqa: E402
+
+ACC_PLAN = TiledMMA(MMAAtom((16, 8, 16), tylo.bf16, tylo.bf16, tylo.f32), warps=(2, 2), repeats=(2, 4))
+
+
+@tylo.jit
+def stage_through_shared(out, x):
+    """An MMA accumulator tile staged through shared memory (stmatrix on sm_90, vector stores before)."""
+    s = tylo.shared_array(tylo.bf16, (64 * 64,), align=128)
+    f = tylo.load(tylo.GlobalTile(x, Layout((64, 64), (64, 1))), ACC_PLAN.c_ownership)
+    tylo.store(tylo.SharedTile(s.ptr, Layout((64, 64), (64, 1))), f.astype(tylo.bf16))
+    tylo.sync_threads()
+    g = tylo.load(tylo.SharedTile(s.ptr, Layout((64, 64), (64, 1))), ACC_PLAN.c_ownership)
+    tylo.store(tylo.GlobalTile(out, Layout((64, 64), (64, 1))), g)
+
+
+def test_accumulator_stores_to_shared_use_stmatrix_on_sm90():
+    ck = stage_through_shared.compile(signature="*bf16:16, *f32:16", arch="sm_90a")
+    assert re.findall(r"stmatrix\.sync\.aligned\.m8n8\.x\d\.shared\.b16", ck.ptx)
+    assert ".local" not in ck.ptx and ck.resources.spill_bytes == 0
+    ck80 = stage_through_shared.compile(signature="*bf16:16, *f32:16", arch="sm_80")
+    assert "stmatrix" not in ck80.ptx

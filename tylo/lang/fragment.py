@@ -263,3 +263,20 @@ def relayout(frag, ownership, *, _ctx):
     except ValueError as exc:
         raise LangError(f"relayout from {_name(frag.ownership)} to {_name(ownership)}: {exc}") from None
     return Fragment(frag.dtype, ownership, [frag.values[s] for s in plan.sources])
+
+
+def pack_bits(ctx, values, per: int) -> list:
+    """Pack ``per`` consecutive 16- or 8-bit values into 32-bit words, the lowest slot in the low bits
+    (bit moves only: the register images of MMA operands and ldmatrix/stmatrix)."""
+    out = []
+    for i in range(0, len(values), per):
+        word = None
+        for j, v in enumerate(values[i:i + per]):
+            bits = v.type.bits
+            unsigned = T.scalar_type(f"u{bits}")
+            raw = v if v.type == unsigned else ctx.builder.value("arith.bitcast", [v], unsigned)
+            wide = L.cast(raw, T.u32, _ctx=ctx)
+            part = L.binary(ctx, "<<", wide, bits * j) if j else wide
+            word = part if word is None else L.binary(ctx, "|", word, part)
+        out.append(word)
+    return out

@@ -461,25 +461,8 @@ def _operand_ownerships(plan):
     return plan.a_ownership, plan.b_ownership, plan.c_ownership
 
 
-def _words(ctx, values, per: int, what: str) -> list:
-    """Pack ``per`` consecutive slot values (16- or 8-bit) into 32-bit registers, low slot first."""
-    from . import core as L
-
-    out = []
-    for i in range(0, len(values), per):
-        word = None
-        for j, v in enumerate(values[i:i + per]):
-            bits = v.type.bits
-            raw = ctx.builder.value("arith.bitcast", [v], T.scalar_type(f"u{bits}")) if v.type.name != f"u{bits}" else v
-            wide = L.cast(raw, T.u32, _ctx=ctx)
-            part = L.binary(ctx, "<<", wide, bits * j) if j else wide
-            word = part if word is None else L.binary(ctx, "|", word, part)
-        out.append(word)
-    return out
-
-
 def _operand_regs(ctx, frag, ownership, dtype, atom, what):
-    from .fragment import Fragment, PackedFragment
+    from .fragment import Fragment, PackedFragment, pack_bits
     from ..layouts import same_distribution
 
     per = atom.elements_per_reg
@@ -494,7 +477,7 @@ def _operand_regs(ctx, frag, ownership, dtype, atom, what):
             raise LangError(f"mma: the {what} operand of {atom} must hold {want}, got a {frag.dtype} fragment; "
                             f"convert with .astype(tylo.{want})")
         owned = frag.ownership
-        regs = list(frag.values) if per == 1 else _words(ctx, list(frag.values), per, what)
+        regs = list(frag.values) if per == 1 else pack_bits(ctx, list(frag.values), per)
     else:
         raise LangError(f"mma: the {what} operand must be a Fragment, got {frag!r}")
     if owned != ownership and not same_distribution(owned, ownership):

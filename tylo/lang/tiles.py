@@ -393,6 +393,9 @@ def store(dst, frag, *, _ctx) -> None:
         raise LangError("store a PackedFragment through a pointer, or unpack it to store into a tile")
     if not isinstance(frag, Fragment):
         raise LangError(f"store needs a Fragment, got {frag!r}")
+    plan = _ldmatrix_plan(dst, frag.ownership) if _ctx.sm >= 90 else None
+    if plan is not None:  # stmatrix: the same 8x8-matrix geometry as ldmatrix (sm_90+)
+        return _stmatrix_store(_ctx, dst, frag, plan)
     coords = _slot_coords(_ctx, dst, frag.ownership, "store")
     vals = [L.cast(v, dst.dtype, _ctx=_ctx) if v.type != dst.dtype else v for v in frag.values]
     for slots, width in _accesses(dst, frag.ownership):
@@ -630,27 +633,31 @@ def _ldmatrix_plan(tile: Tile, o: Ownership):
     return None
 
 
-def _ldmatrix_load(ctx, tile: Tile, o: Ownership, plan):
-    from .copy import ldmatrix
+def _int_op(ctx, op, a, b):
+    """``a op b`` at compile time when both are ints, else in the kernel."""
+    if _is_int(a) and _is_int(b):
+        return {"+": a + b, "<<": a << b}[op]
+    return L.binary(ctx, op, a, b)
 
+
+def _matrix_row_pointers(ctx, tile: Tile, o: Ownership, plan):
+    """For each instruction of an ldmatrix/stmatrix plan: (first register, count, this lane's row pointer)."""
     trans, groups = plan
     tgroup = thread_in_group(ctx, o.threads)
     lane = L.binary(ctx, "&", tgroup, 31)
     warp_base = L.binary(ctx, "-", tgroup, lane)
     j_in = L.binary(ctx, ">>", lane, 3)      # the matrix this lane addresses
     r = L.binary(ctx, "&", lane, 7)          # the matrix row this lane addresses
-    values = [None] * o.values
+    out = []
     for first, m in groups:
         j = L.binary(ctx, "&", j_in, m - 1) if m > 1 else 0  # lanes past the last matrix repeat valid rows
-        if not trans:
+        reg = _int_op(ctx, "+", j, first)          # the register (slot pair) this lane's row feeds
+        if not trans:  # row r of matrix j: thread 4r's register
             src_thread = L.binary(ctx, "+", warp_base, L.binary(ctx, "<<", r, 2))
-            slot = L.binary(ctx, "<<", L.binary(ctx, "+", j, first), 1) if not (_is_int(j) and j == 0 and first == 0) \
-                else 0
-        else:
+            slot = _int_op(ctx, "<<", reg, 1)
+        else:          # .trans: row r is the low (r even) or high half of thread r//2's register
             src_thread = L.binary(ctx, "+", warp_base, L.binary(ctx, ">>", r, 1))
-            base_slot = L.binary(ctx, "<<", L.binary(ctx, "+", j, first), 1) if not (_is_int(j) and j == 0 and first == 0) \
-                else 0
-            slot = L.binary(ctx, "+", base_slot, L.binary(ctx, "&", r, 1))
+            slot = _int_op(ctx, "+", _int_op(ctx, "<<", reg, 1), L.binary(ctx, "&", r, 1))
         idx = o.tv_layout((wrap(ctx, src_thread), wrap(ctx, slot)))
         coord = []
         stride = 1
@@ -660,9 +667,26 @@ def _ldmatrix_load(ctx, tile: Tile, o: Ownership, plan):
                 c = c % extent
             coord.append(c)
             stride *= extent
-        ptr = _slot_pointer(ctx, tile, tuple(coord))
-        regs = ldmatrix(ptr, m, trans, _ctx=ctx)
-        for k, reg in enumerate(regs):
+        out.append((first, m, _slot_pointer(ctx, tile, tuple(coord))))
+    return out
+
+
+def _ldmatrix_load(ctx, tile: Tile, o: Ownership, plan):
+    from .copy import ldmatrix
+
+    values = [None] * o.values
+    for first, m, ptr in _matrix_row_pointers(ctx, tile, o, plan):
+        for k, reg in enumerate(ldmatrix(ptr, m, plan[0], _ctx=ctx)):
             op = ctx.builder.create("nv.unpack2", [reg], [tile.dtype, tile.dtype], {})
             values[2 * (first + k)], values[2 * (first + k) + 1] = op.results
     return values
+
+
+def _stmatrix_store(ctx, tile: Tile, frag: Fragment, plan):
+    from .copy import stmatrix
+    from .fragment import pack_bits
+
+    vals = [L.cast(v, tile.dtype, _ctx=ctx) for v in frag.values]
+    words = pack_bits(ctx, vals, 2)
+    for first, m, ptr in _matrix_row_pointers(ctx, tile, frag.ownership, plan):
+        stmatrix(ptr, tuple(words[first:first + m]), plan[0], _ctx=ctx)

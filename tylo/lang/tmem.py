@@ -29,6 +29,7 @@ never picks another instruction: a view that does not fit raises a
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,7 +41,7 @@ from ..layouts.recognise import offsets_table
 
 __all__ = [
     "LANES", "COLUMNS", "TmemTile", "TmemTransfer", "TmemAccess", "ATOMS", "TransferAtom",
-    "partition", "reinterpret_tile", "tmem_location", "words_per_element", "slots_per_word",
+    "partition", "reinterpret_tile", "tmem_location", "words_per_element", "slots_per_word", "known_multiple",
 ]
 
 LANES = 128
@@ -385,6 +386,7 @@ class TmemAccess:
     ownership: Ownership
     split: int | None = None
     dtype: Any = field(default=None)
+    lane_offset: Any = 0  # runtime lanes added to lane_base (a provable multiple of the band)
 
     @property
     def shape(self) -> tuple:
@@ -403,8 +405,9 @@ class TmemAccess:
         return slots_per_word(self.dtype) == 2
 
     @property
-    def warp(self) -> int:
-        return self.lane_base // 32
+    def warp(self) -> Any:
+        """The warp of the warpgroup that must execute the transfer (runtime for a runtime band)."""
+        return _add(self.lane_base, self.lane_offset) // 32
 
     def __repr__(self) -> str:
         return (
@@ -455,6 +458,8 @@ def _static_structure(tile: TmemTile, what: str):
     if not _is_int(tile.offset):
         raise ValueError(f"{what}: the tile's slot offset must be static, got {tile.offset!r}")
     extra: Any = 0
+    lane_extra: Any = 0
+    lane_multiple = 0  # gcd of what the runtime lane offsets are provably multiples of (0: none)
     if isinstance(lay, View) and not all(_is_int(o) for o in lay.origin):
         parent = lay.parent
         if not isinstance(parent, Layout) or not parent.is_static:
@@ -471,17 +476,57 @@ def _static_structure(tile: TmemTile, what: str):
             if d is None:
                 raise ValueError(f"{what}: axis {i} has a runtime origin but mode {m!r} is not affine")
             if d % LANES:
-                raise ValueError(
-                    f"{what}: axis {i} has a runtime origin but runs along lanes (stride {d}); the lane "
-                    "band must be static"
-                )
+                k = known_multiple(o) * d
+                if not 0 < d < LANES or k == 0 or k % 16:
+                    raise ValueError(
+                        f"{what}: axis {i} has a runtime origin but runs along lanes (stride {d}); the lane "
+                        "band must be static, or a runtime origin that is a provable multiple of the band "
+                        "(write it as 32 * w)"
+                    )
+                origin.append(0)
+                lane_extra = _add(lane_extra, o * d)
+                lane_multiple = math.gcd(lane_multiple, k)
+                continue
             origin.append(0)
             extra = _add(extra, o * d)
         lay = View(parent, tuple(origin), lay.shape)
     if not lay.is_static:
         raise ValueError(f"{what}: the view {lay!r} has runtime leaves; its lane band must be static")
     table = offsets_table(lay) + tile.offset
-    return table, extra
+    return table, extra, lane_extra, lane_multiple
+
+
+def known_multiple(x) -> int:
+    """A positive int that the integer ``x`` is provably a multiple of (1 when nothing is known).
+
+    Python ints give themselves (0 is a multiple of anything: the answer is
+    ``1 << 30``); runtime values are followed through the ops that define
+    them (constants, ``*``, ``<<`` by a constant, ``+``/``-``, integer casts).
+    """
+    from math import gcd
+
+    from ..ir.core import Op, Value
+
+    x = getattr(x, "value", x) if type(x).__name__ == "RuntimeInt" else x
+    if _is_int(x):
+        return abs(x) if x else 1 << 30
+    if not isinstance(x, Value) or not isinstance(x.owner, Op):
+        return 1
+    op = x.owner
+    if op.name == "arith.constant" and _is_int(op.attrs.get("value")):
+        return known_multiple(op.attrs["value"])
+    if op.name == "arith.mul":
+        return min(known_multiple(op.operands[0]) * known_multiple(op.operands[1]), 1 << 30)
+    if op.name == "arith.shl":
+        c = op.operands[1].owner
+        if isinstance(c, Op) and c.name == "arith.constant" and _is_int(c.attrs.get("value")):
+            return min(known_multiple(op.operands[0]) << c.attrs["value"], 1 << 30)
+        return known_multiple(op.operands[0])
+    if op.name in ("arith.add", "arith.sub"):
+        return gcd(known_multiple(op.operands[0]), known_multiple(op.operands[1]))
+    if op.name == "arith.cast" and getattr(x.type, "is_int", False):
+        return known_multiple(op.operands[0])
+    return 1
 
 
 def partition(transfer: TmemTransfer, view: TmemTile) -> TmemAccess:
@@ -507,7 +552,7 @@ def partition(transfer: TmemTransfer, view: TmemTile) -> TmemAccess:
     per = slots_per_word(view.dtype)
     if view.shape != transfer.shape:
         raise ValueError(f"{what}: the view has shape {view.shape} but the transfer moves {transfer.shape}")
-    table, extra = _static_structure(view, what)
+    table, extra, lane_extra, lane_multiple = _static_structure(view, what)
     la, va = transfer.lane_axis, transfer.axis
     tab = np.moveaxis(table, la, 0)  # [lanes, values]
     lane = tab % LANES
@@ -529,6 +574,11 @@ def partition(transfer: TmemTransfer, view: TmemTile) -> TmemAccess:
         )
     if base % L:
         raise ValueError(f"{what}: transfer {name} needs a {L}-lane aligned band; the view starts at lane {base}")
+    if lane_multiple % L:
+        raise ValueError(
+            f"{what}: transfer {name} needs a {L}-lane aligned band; the runtime lane origin is only known to be "
+            f"a multiple of {lane_multiple} lanes"
+        )
     p = pos[0]
     n = p.shape[0]
     if n % per:
@@ -591,5 +641,7 @@ def partition(transfer: TmemTransfer, view: TmemTile) -> TmemAccess:
         addr = _add(view.address, _add(static, extra_words))
     else:
         addr = _add(view.address, static)
+    if not (_is_int(lane_extra) and lane_extra == 0):
+        addr = _add(addr, lane_extra * 65536)
     own = _ownership(atom, transfer, num, per, split or 0)
-    return TmemAccess(view, transfer, addr, base, num, regs, own, split, view.dtype)
+    return TmemAccess(view, transfer, addr, base, num, regs, own, split, view.dtype, lane_extra)
