@@ -1080,22 +1080,22 @@ def _method_to(ctx, value, dtype):
 _VALUE_METHODS = {"to": _method_to, "astype": _method_to}
 
 
-def _rt_min(gen, node, *args):
-    if len(args) < 2:
-        raise gen.error(node, "min() of runtime values needs at least two arguments")
-    out = args[0]
-    for a in args[1:]:
-        out = L.minimum(out, a, _ctx=gen.ctx)
-    return out
+def _fold(name, combine):
+    """Python's ``min``/``max`` over runtime values: a chain of tylo.minimum/maximum."""
+
+    def fold(gen, node, *args):
+        if len(args) < 2:
+            raise gen.error(node, f"{name}() of runtime values needs at least two arguments")
+        out = args[0]
+        for a in args[1:]:
+            out = combine(out, a, _ctx=gen.ctx)
+        return out
+
+    return fold
 
 
-def _rt_max(gen, node, *args):
-    if len(args) < 2:
-        raise gen.error(node, "max() of runtime values needs at least two arguments")
-    out = args[0]
-    for a in args[1:]:
-        out = L.maximum(out, a, _ctx=gen.ctx)
-    return out
+_rt_min = _fold("min", L.minimum)
+_rt_max = _fold("max", L.maximum)
 
 
 def _rt_range(gen, node, *args):

@@ -352,6 +352,7 @@ def _as_u32(ctx, x, what) -> Value:
 
     if isinstance(x, int) and not isinstance(x, bool):
         return L.to_value(ctx, x, T.u32)
+    x = getattr(x, "value", x) if type(x).__name__ == "RuntimeInt" else x
     if not isinstance(x, Value) or not isinstance(x.type, T.ScalarType) or not x.type.is_int:
         raise LangError(f"{what} must be a 32-bit integer TMEM address, got {x!r}")
     return x if x.type.bits == 32 else L.cast(x, T.u32, _ctx=ctx)

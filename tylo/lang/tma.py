@@ -256,6 +256,13 @@ _ops.register_op("nv.tma.prefetch", 1, 0, False)
 
 
 def _tile_ptr(plan, tile, what):
+    from .tiles import Tile
+
+    if isinstance(tile, Tile):
+        if any(not (isinstance(o, int) and o == 0) for o in tile.origin) or tile.space != "shared":
+            raise _LangError(f"{what}: the shared tile must be a whole tile (origin 0), not a window")
+        if tuple(tile.shape) != plan.shape:
+            raise _LangError(f"{what}: the shared tile's shape {tuple(tile.shape)} is not the plan's {plan.shape}")
     ptr = getattr(tile, "ptr", tile)
     if not (isinstance(ptr, _Value) and isinstance(ptr.type, _PointerType) and ptr.type.space == "shared"):
         raise _LangError(f"{what}: the shared tile must be a *shared pointer or shared array, got {tile!r}")
@@ -280,6 +287,9 @@ def _coords(ctx, plan, origin, what):
 
 def _tmap(ctx, tmap, what):
     from .core import to_value
+
+    if isinstance(tmap, TMAMap):
+        return tmap.address
 
     if isinstance(tmap, _Value) and tmap.type not in (_T.u64, _T.i64):
         raise _LangError(f"{what}: the tensor map is passed as its u64 generic address, got {tmap.type}")
@@ -350,9 +360,81 @@ __all__ += ["tma_load_tile", "tma_store_tile", "commit_tma_stores", "wait_tma_re
             "prefetch_tma_descriptor"]
 
 
+class TMAMap:
+    """A TMA binding inside a kernel: its plan and rank (static) and the u64 generic address of
+    its by-value descriptor (``.address``). Builtins taking a tensor map accept it, and
+    ``shared_tile(map, ptr)`` / ``tma_load(tile, map, origin, bar)`` take the plan from it."""
+
+    def __init__(self, plan, rank, address):
+        self.plan, self.rank, self.address = plan, rank, address
+
+    def __tylo_flatten__(self):
+        return [self.address], (self.plan, self.rank)
+
+    @classmethod
+    def __tylo_unflatten__(cls, static, leaves):
+        return cls(static[0], static[1], leaves[0])
+
+    def __tylo_getattr__(self, ctx, name):
+        if name in ("plan", "rank", "address"):
+            return getattr(self, name)
+        raise _LangError(f"a TMA map has attributes plan, rank and address, not '{name}'")
+
+    def __repr__(self):
+        return f"TMAMap({self.plan!r}, rank={self.rank})"
+
+
 def _tma_kernel_value(ctx, address, static):
-    """In a kernel a TMA binding is the generic address (u64) of its by-value descriptor."""
-    return ctx.builder.value("ptr.to_int", [address], _T.u64)
+    """In a kernel a TMA binding is a ``TMAMap``: the generic address (u64) of its by-value descriptor."""
+    plan, rank = static
+    return TMAMap(plan, rank, ctx.builder.value("ptr.to_int", [address], _T.u64))
+
+
+def _plan_of(x, what):
+    if isinstance(x, TMAMap):
+        return x.plan
+    if isinstance(x, TMATile):
+        return x
+    raise _LangError(f"{what}: expected a TMATile plan or a TMA binding, got {x!r}")
+
+
+@_builtin
+def shared_tile(plan, ptr, *, _ctx):
+    """A SharedTile over ``ptr`` (a shared array or pointer) with ``shared_layout(plan)``.
+
+    ``plan`` may be a TMATile or a TMA binding. The allocation must start the swizzle
+    pattern: align it to ``swizzle_period_bytes(plan)`` (1024 bytes for 128-byte rows).
+    """
+    from .tiles import SharedTile
+
+    plan = _plan_of(plan, "shared_tile")
+    p = getattr(ptr, "ptr", ptr)
+    if not (isinstance(p, _Value) and isinstance(p.type, _PointerType) and p.type.space == "shared"):
+        raise _LangError(f"shared_tile: expected a shared array or *shared pointer, got {ptr!r}")
+    if p.type.elem.itemsize != plan.elem_bytes:
+        raise _LangError(f"shared_tile: the pointer holds {p.type.elem}, the plan {plan.dtype}")
+    return SharedTile(p, shared_layout(plan), swizzle_period_bytes(plan), _ctx=_ctx)
+
+
+@_builtin
+def tma_load(tile, tmap, origin, bar, *, _ctx):
+    """Seed spelling: ``tma_load(shared_tile(map, p), map, (row, k), bar)`` (one elected thread)."""
+    if not isinstance(tmap, TMAMap):
+        raise _LangError(f"tma_load: the second argument must be a TMA binding parameter, got {tmap!r}; "
+                         f"with a raw u64 address use tma_load_tile(plan, tmap, tile, origin, bar)")
+    tma_load_tile(tmap.plan, tmap, tile, origin, bar, _ctx=_ctx)
+
+
+@_builtin
+def tma_store(tmap, tile, origin, *, _ctx):
+    """Seed spelling: ``tma_store(map, shared_tile(map, p), (row, col))`` (one elected thread)."""
+    if not isinstance(tmap, TMAMap):
+        raise _LangError(f"tma_store: the first argument must be a TMA binding parameter, got {tmap!r}; "
+                         f"with a raw u64 address use tma_store_tile(plan, tmap, tile, origin)")
+    tma_store_tile(tmap.plan, tmap, tile, origin, _ctx=_ctx)
+
+
+__all__ += ["TMAMap", "shared_tile", "tma_load", "tma_store"]
 
 
 from .base import register_blob_kind  # noqa: E402

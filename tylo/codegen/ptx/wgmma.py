@@ -61,3 +61,19 @@ def _shared_address(lw, op):
     name = lw.fresh()
     lw.emit(f"{name} = ptrtoint ptr addrspace(3) {lw.ref(op.operands[0])} to i32")
     lw.bind(op.results[0], name)
+
+
+@lowering("nv.wgmma.mma_async_rs")
+def _mma_rs(lw, op):
+    """A from four 32-bit registers (packed 16-bit pairs), B from a descriptor."""
+    n = len(op.results)
+    na = op.attrs["a_regs"]
+    a_regs, (desc_b, scale) = op.operands[:na], op.operands[na:na + 2]
+    acc = ", ".join(f"${i}" for i in range(n))
+    a_ops = ", ".join(f"${2 * n + i}" for i in range(na))
+    b, s = 2 * n + na, 2 * n + na + 1
+    imms = ", ".join(str(i) for i in op.attrs["immediates"])
+    template = (f"{{ .reg .pred p; setp.ne.b32 p, ${s}, 0; "
+                f"{op.attrs['opcode']} {{{acc}}}, {{{a_ops}}}, ${b}, p, {imms}; }}")
+    args = [("i32", lw.ref(r)) for r in a_regs] + [("i64", lw.ref(desc_b)), ("i32", lw.ref(scale))]
+    _through(lw, op, template, ",".join(["r"] * na + ["l", "r"]), args)
