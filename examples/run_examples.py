@@ -18,7 +18,7 @@ EXAMPLES = ["vector_add", "block_reduction", "softmax", "warp_gemm"]
 def main(argv=None) -> int:
     names = (argv if argv is not None else sys.argv[1:]) or EXAMPLES
     print(f"tylo {tylo.__version__}: compiling example kernels for sm_90a")
-    print(f"{'kernel':<16} {'signature':<34} {'regs':>5} {'spills':>7} {'shared':>7} {'compile ms':>11}")
+    rows = []
     for name in names:
         module = importlib.import_module(name)
         for kernel, signature, constexprs, block in module.AOT:
@@ -26,8 +26,13 @@ def main(argv=None) -> int:
             ck = kernel.compile(signature=signature, arch="sm_90a", constexprs=constexprs, block=block)
             ms = (time.perf_counter() - t0) * 1e3
             r = ck.resources
-            print(f"{kernel.__name__:<16} {signature:<34} {r.registers:>5} {r.spill_bytes:>7} "
-                  f"{r.shared_bytes + ck.shared_bytes:>7} {ms:>11.1f}")
+            spec = signature + "".join(f", {k}={v}" for k, v in constexprs.items())
+            rows.append((kernel.__name__, spec, r.registers, r.spill_bytes, r.shared_bytes + ck.shared_bytes, ms))
+    wk = max(len(r[0]) for r in rows)
+    ws = max(len(r[1]) for r in rows)
+    print(f"{'kernel':<{wk}}  {'specialisation':<{ws}}  {'regs':>5} {'spill B':>8} {'shared B':>9} {'compile ms':>11}")
+    for k, spec, regs, spills, shared, ms in rows:
+        print(f"{k:<{wk}}  {spec:<{ws}}  {regs:>5} {spills:>8} {shared:>9} {ms:>11.1f}")
     if not driver.gpu_available():
         print("\nNo NVIDIA GPU or driver found: the kernels compiled, but running them needs a GPU.")
         return 0
