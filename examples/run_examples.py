@@ -27,12 +27,13 @@ def main(argv=None) -> int:
             ms = (time.perf_counter() - t0) * 1e3
             r = ck.resources
             spec = signature + "".join(f", {k}={v}" for k, v in constexprs.items())
-            rows.append((kernel.__name__, spec, r.registers, r.spill_bytes, r.shared_bytes + ck.shared_bytes, ms))
+            when = f"{ms:.1f}" + (" (cache hit)" if ck.from_cache else "")
+            rows.append((kernel.__name__, spec, r.registers, r.spill_bytes, r.shared_bytes + ck.shared_bytes, when))
     wk = max(len(r[0]) for r in rows)
     ws = max(len(r[1]) for r in rows)
-    print(f"{'kernel':<{wk}}  {'specialisation':<{ws}}  {'regs':>5} {'spill B':>8} {'shared B':>9} {'compile ms':>11}")
-    for k, spec, regs, spills, shared, ms in rows:
-        print(f"{k:<{wk}}  {spec:<{ws}}  {regs:>5} {spills:>8} {shared:>9} {ms:>11.1f}")
+    print(f"{'kernel':<{wk}}  {'specialisation':<{ws}}  {'regs':>5} {'spill B':>8} {'shared B':>9}  compile ms")
+    for k, spec, regs, spills, shared, when in rows:
+        print(f"{k:<{wk}}  {spec:<{ws}}  {regs:>5} {spills:>8} {shared:>9}  {when}")
     if not driver.gpu_available():
         print("\nNo NVIDIA GPU or driver found: the kernels compiled, but running them needs a GPU.")
         return 0
