@@ -487,13 +487,18 @@ def _operand_regs(ctx, frag, ownership, dtype, atom, what):
 
 
 @builtin
-def mma(plan, a, b, c, *, _ctx):
+def mma(plan, a, b, c, *, _ctx, **kwargs):
     """``c + a @ b`` for an ``MMAAtom`` (one warp) or a ``TiledMMA`` (the CTA), on fragments.
 
     ``a``/``b`` are fragments with the plan's A/B ownership (16-bit inputs may also come as a
     ``PackedFragment``, e.g. an f32 accumulator packed to bf16 without any lane traffic);
     ``c`` has the C ownership. Returns the new accumulator fragment.
     """
+    hook = getattr(plan, "__tylo_mma__", None)
+    if hook is not None:  # plans with their own MMA (tcgen05: the accumulator lives in TMEM)
+        return hook(_ctx, a, b, c, **kwargs)
+    if kwargs:
+        raise LangError(f"mma: {', '.join(kwargs)} apply only to plans with their own MMA (tcgen05)")
     from .fragment import Fragment
 
     atom, (rm, rn) = _atom_of(plan)

@@ -139,3 +139,11 @@ def _commit(lw, op):
     cg = op.attrs["cta_group"]
     lw.asm(f"tcgen05.commit.cta_group::{cg}.mbarrier::arrive::one.shared::cluster.b64 [$0];",
            "r,~{memory}", args=[("i32", _shared_u32(lw, op.operands[0]))], side_effects=True)
+
+
+@lowering("nv.tcgen05.commit_multicast")
+def _commit_multicast(lw, op):
+    cg = op.attrs["cta_group"]
+    bar, mask = op.operands
+    lw.asm(f"tcgen05.commit.cta_group::{cg}.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64 [$0], $1;",
+           "r,h,~{memory}", args=[("i32", _shared_u32(lw, bar)), ("i16", lw.ref(mask))], side_effects=True)
