@@ -650,8 +650,7 @@ def _acc_parts(plan, acc, what):
 
 
 def _a_registers(ctx, plan, a, what):
-    from .fragment import Fragment, PackedFragment
-    from .mma import _words
+    from .fragment import Fragment, PackedFragment, pack
     from ..layouts import same_distribution
 
     own = a_register_ownership(plan)
@@ -663,7 +662,7 @@ def _a_registers(ctx, plan, a, what):
         if a.dtype != plan.dtype:
             raise LangError(f"{what}: register A must hold {plan.dtype}; convert with pack({plan.dtype}, f) "
                             f"or .astype(tylo.{plan.dtype}), got a {a.dtype} fragment")
-        words = _words(ctx, list(a.values), 2, "A")
+        words = list(pack(plan.dtype, a, _ctx=ctx).words)   # exact: the values are already 16-bit
     else:
         raise LangError(f"{what}: A is a wgmma_operand(plan, OperandA, ...) or a register Fragment, got {a!r}")
     if a.ownership != own and not same_distribution(a.ownership, own):
