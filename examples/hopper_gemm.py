@@ -139,7 +139,9 @@ def hopper_gemm(c_map, a_map, b_map, M, N, K, STAGES: tylo.constexpr = 4, GROUP_
             tma.wait_tma_stores(0)
 
 
-AOT = []   # TMA parameters cannot be written in compile(signature=...) strings yet; see the test
+# A TMATile in a signature list stands for a TMA binding of that plan (prepare_tma).
+AOT = [(hopper_gemm, [C_TILE, A_TILE, B_TILE, "i32", "i32", "i32"], {"STAGES": 4, "GROUP_M": 8, "C_BUFS": 2},
+        THREADS)]
 
 
 def spec(stages=4, group_m=8, c_bufs=2):

@@ -87,7 +87,10 @@ def _ctype(t):
 
 
 def parse_signature(signature) -> list:
-    """``"*f32, *f32, i32, f32"`` -> IR types. ``*f32:16`` marks a 16-byte aligned pointer."""
+    """``"*f32, *f32, i32, f32"`` -> IR types. ``*f32:16`` marks a 16-byte aligned pointer.
+
+    A list may also hold tylo types and plans of by-value parameters (a ``TMATile`` stands for a
+    TMA binding made from it by ``prepare_tma``)."""
     if isinstance(signature, str):
         parts = [p.strip() for p in signature.split(",") if p.strip()]
     else:
@@ -96,6 +99,9 @@ def parse_signature(signature) -> list:
     for p in parts:
         if isinstance(p, T.Type):
             out.append((p, False))
+            continue
+        if hasattr(p, "__tylo_signature__"):  # a by-value parameter described by its plan (a TMA tile)
+            out.append((p.__tylo_signature__(), False))
             continue
         try:
             out.append((T.parse_type(p), p.strip().endswith(":16")))
@@ -405,6 +411,9 @@ class JITFunction:
                     raise TypeError(f"{self.__name__}: constexpr parameter '{p.name}' needs a value")
                 continue
             t, aligned = next(it)
+            if isinstance(t, tuple) and t and t[0] == "blob":
+                spec.append(t)
+                continue
             if t is None:
                 raise TypeError(f"{self.__name__}: parameter '{p.name}' has no annotation; give a signature")
             if p.annotation is not None and p.annotation != t:

@@ -61,6 +61,10 @@ class TMATile:
     axis: int = 1
     swizzle: int = 128
 
+    def __tylo_signature__(self):
+        """How a 2-D TMA binding of this plan appears in ``kernel.compile(signature=[...])``."""
+        return ("blob", "tma", (self, 2), 128)
+
     def __post_init__(self):
         dt = self.dtype
         if not isinstance(dt, ScalarType) or dt.is_bool or dt.itemsize not in (1, 2, 4):
