@@ -227,8 +227,6 @@ def _validate_layout(layout, what):
 def _make_tile(space, ptr, layout, align, what):
     if not isinstance(ptr, Value) or not isinstance(ptr.type, PointerType):
         raise LangError(f"{what} borrows a typed pointer, got {ptr!r}")
-    if hasattr(ptr, "ptr") and not isinstance(ptr, Value):
-        ptr = ptr.ptr
     if ptr.type.space != space:
         raise LangError(f"{what} needs a {space} pointer, got {ptr.type}")
     _validate_layout(layout, what)
@@ -237,20 +235,21 @@ def _make_tile(space, ptr, layout, align, what):
     return Tile(ptr, layout, align=align)
 
 
+def _pointer_of(ptr):
+    """A typed pointer, or the pointer of a shared array."""
+    return ptr.ptr if isinstance(ptr, L.SharedArray) else ptr
+
+
 @builtin
 def GlobalTile(ptr, layout, align: int = 16, *, _ctx):
-    """A tile over global memory: ``ptr`` (a global pointer), a static ``layout``, an alignment claim."""
-    if hasattr(ptr, "ptr") and not isinstance(ptr, Value):
-        ptr = ptr.ptr
-    return _make_tile("global", ptr, layout, align, "GlobalTile")
+    """A tile over global memory: ``ptr`` (a global pointer), a ``layout``, an alignment claim in bytes."""
+    return _make_tile("global", _pointer_of(ptr), layout, align, "GlobalTile")
 
 
 @builtin
 def SharedTile(ptr, layout, align: int = 16, *, _ctx):
     """A tile over shared memory (``ptr``: a shared pointer or a shared array)."""
-    if hasattr(ptr, "ptr") and not isinstance(ptr, Value):
-        ptr = ptr.ptr
-    return _make_tile("shared", ptr, layout, align, "SharedTile")
+    return _make_tile("shared", _pointer_of(ptr), layout, align, "SharedTile")
 
 
 def _dual(fn):
