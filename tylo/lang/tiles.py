@@ -587,8 +587,8 @@ def _ldmatrix_plan(tile: Tile, o: Ownership):
 
     from ..layouts import offsets_table
 
-    if tile.space != "shared" or tile.dtype.bits != 16 or o.threads % 32 or o.values % 2:
-        return None
+    if tile.space != "shared" or tile.dtype.bits != 16 or o.threads % 32 or o.values % 2 or tile.align < 16:
+        return None  # (matrix rows must be 16-byte aligned: the tile's origin must be too)
     try:
         offs = offsets_table(_static_storage(tile))
     except (ValueError, TypeError):
