@@ -553,6 +553,15 @@ class Generator(ast.NodeVisitor):
             names.append(name)
         return names
 
+    def _flatten_carried(self, carried):
+        """The loop's initial leaves and the static structure of each carried variable."""
+        leaves, trees = [], []
+        for name in carried:
+            lv, tr = flatten(self._materialize(self.scope[name]))
+            leaves += lv
+            trees.append(tr)
+        return leaves, trees
+
     def _materialize(self, value):
         """Loop-carried Python scalars become runtime values of their default type."""
         if isinstance(value, (tuple, list)):
@@ -578,12 +587,7 @@ class Generator(ast.NodeVisitor):
     def _for_loop(self, node, loop, lb, ub, step):
         carried = self._carried(node.body)
         before = dict(self.scope)
-        inits = {n: self._materialize(self.scope[n]) for n in carried}
-        init_leaves, trees = [], []
-        for n in carried:
-            lv, tr = flatten(inits[n])
-            init_leaves += lv
-            trees.append(tr)
+        init_leaves, trees = self._flatten_carried(carried)
         body = Block([lb.type] + [v.type for v in init_leaves])
         self.scope = dict(before)
         self.scope.update(self._rebuild(carried, trees, body.args[1:]))
@@ -645,12 +649,7 @@ class Generator(ast.NodeVisitor):
             extra.append("%iv")
         carried = self._carried(node.body, extra)
         before = dict(self.scope)
-        inits = {n: self._materialize(self.scope[n]) for n in carried}
-        init_leaves, trees = [], []
-        for n in carried:
-            lv, tr = flatten(inits[n])
-            init_leaves += lv
-            trees.append(tr)
+        init_leaves, trees = self._flatten_carried(carried)
         types = [v.type for v in init_leaves]
         cond_block = Block(types)
         body = Block(types)
