@@ -3,6 +3,11 @@ import os
 import sys
 
 import pytest
+from hypothesis import settings
+
+# No per-example deadline: a loaded 2-core CI machine must not turn slow examples into failures.
+settings.register_profile("tylo", deadline=None)
+settings.load_profile("tylo")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "examples"))
