@@ -12,7 +12,7 @@ from .lang.core import (SharedArray, abs, atomic_add, atomic_cas, atomic_exch, a
                         block_idx, cast, ceil, cos, exp, exp2, fma, floor, grid_dim, lane_id, log, log2, maximum,
                         minimum, printf, rsqrt, shared_array, shfl_down, shfl_sync, shfl_up, shfl_xor, sin, sqrt,
                         static_assert, static_range, sync_threads, tanh, thread_idx, warp_id, where)
-from .lang.fragment import Fragment, PackedFragment, full, pack, relayout, unpack
+from .lang.fragment import Fragment, PackedFragment, fragment, full, pack, relayout, unpack
 from .lang.softmax import (log_sum_exp, online_softmax_merge, online_softmax_normalize, online_softmax_update,
                            row_softmax)
 from .lang.tiles import GlobalTile, SharedTile, Tile, load, permutedims, store, window
@@ -44,7 +44,7 @@ __all__ = [
     "shared_array", "SharedArray", "shfl_sync", "shfl_xor", "shfl_up", "shfl_down", "atomic_add", "atomic_max",
     "atomic_min", "atomic_cas", "atomic_exch", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tanh",
     "floor", "ceil", "fma", "abs", "min", "max", "minimum", "maximum", "where", "cast", "static_assert",
-    "static_range", "printf", "Fragment", "PackedFragment", "full", "pack", "unpack", "relayout", "GlobalTile", "SharedTile",
+    "static_range", "printf", "Fragment", "PackedFragment", "fragment", "full", "pack", "unpack", "relayout", "GlobalTile", "SharedTile",
     "Tile", "load", "store", "window", "permutedims", "Layout", "ComposedLayout", "Swizzle", "Ownership",
     "reduction_plan", "broadcast_plan", "vector_access_plan", "online_softmax_update", "online_softmax_merge",
     "online_softmax_normalize", "log_sum_exp", "row_softmax", "MMAAtom", "TiledMMA", "mma", "mma_sync", "tf32",

@@ -24,7 +24,7 @@ from ..layouts import relayout_plan, same_distribution
 from . import core as L
 from .base import LangError, builtin
 
-__all__ = ["Fragment", "PackedFragment", "full", "pack", "unpack", "fragment_of", "relayout"]
+__all__ = ["Fragment", "PackedFragment", "full", "pack", "unpack", "fragment", "relayout"]
 
 
 class _Method:
@@ -205,8 +205,12 @@ class PackedFragment:
         return f"PackedFragment({self.dtype}, {_name(self.ownership)})"
 
 
-def fragment_of(dtype, ownership, values) -> Fragment:
-    return Fragment(dtype, ownership, values)
+@builtin
+def fragment(dtype, ownership, values, *, _ctx) -> Fragment:
+    """A fragment from explicit per-slot values (a tuple of runtime scalars of ``dtype``)."""
+    if not isinstance(ownership, Ownership):
+        raise LangError(f"fragment needs an Ownership, got {ownership!r}")
+    return Fragment(dtype, ownership, [L.to_value(_ctx, v, dtype) for v in values])
 
 
 @builtin
