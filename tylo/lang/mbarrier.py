@@ -35,6 +35,7 @@ from ..ir.types import PointerType
 from .base import LangError, builtin
 
 __all__ = [
+    "cluster_ctarank", "cluster_size", "cluster_arrive", "cluster_wait", "cluster_sync",
     "mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_expect_tx",
     "mbarrier_try_wait", "mbarrier_wait", "fence_proxy_async", "fence_view_async_shared",
     "fence_mbarrier_init", "named_barrier_sync", "named_barrier_arrive", "elect_one",
@@ -62,6 +63,7 @@ _ops.register_op("nv.fence", 0, 0, False)               # attr kind
 _ops.register_op("nv.named_barrier", 2, 0, False)       # attr kind: sync | arrive
 _ops.register_op("nv.elect_one", 0, 1, False)
 _ops.register_op("nv.setmaxnreg", 0, 0, False)          # attrs: action, count
+_ops.register_op("nv.cluster.barrier", 0, 0, False)     # attr kind: arrive | wait
 
 FENCES = {
     "proxy_async": "fence.proxy.async;",
@@ -224,3 +226,40 @@ def setmaxnreg_inc(n, *, _ctx):
 def setmaxnreg_dec(n, *, _ctx):
     """Lower this warpgroup's per-thread register limit to ``n``."""
     _setmaxnreg(_ctx, "dec", n)
+
+
+# -- thread-block clusters (launch with kernel.launch(..., cluster=(x, y, z))) --------------------------
+
+@builtin
+def cluster_ctarank(*, _ctx):
+    """This CTA's rank in its cluster (``%cluster_ctarank``)."""
+    _need(_ctx, 90, "cluster_ctarank")
+    return _ctx.builder.value("nv.sreg", [], T.i32, reg="cluster.ctarank")
+
+
+@builtin
+def cluster_size(*, _ctx):
+    """The number of CTAs in the cluster (``%cluster_nctarank``)."""
+    _need(_ctx, 90, "cluster_size")
+    return _ctx.builder.value("nv.sreg", [], T.i32, reg="cluster.nctarank")
+
+
+@builtin
+def cluster_arrive(*, _ctx):
+    """``barrier.cluster.arrive`` (release): this thread reached the cluster barrier."""
+    _need(_ctx, 90, "cluster_arrive")
+    _ctx.builder.create("nv.cluster.barrier", [], [], {"kind": "arrive"})
+
+
+@builtin
+def cluster_wait(*, _ctx):
+    """``barrier.cluster.wait`` (acquire): wait until every thread of the cluster arrived."""
+    _need(_ctx, 90, "cluster_wait")
+    _ctx.builder.create("nv.cluster.barrier", [], [], {"kind": "wait"})
+
+
+@builtin
+def cluster_sync(*, _ctx):
+    """Arrive and wait: every thread of every CTA in the cluster meets here."""
+    cluster_arrive(_ctx=_ctx)
+    cluster_wait(_ctx=_ctx)

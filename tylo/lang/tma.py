@@ -306,16 +306,27 @@ def _sm90(ctx, what):
 
 
 @_builtin
-def tma_load_tile(plan, tmap, tile, origin, bar, *, _ctx):
+def tma_load_tile(plan, tmap, tile, origin, bar, multicast=None, *, _ctx):
     """One elected thread: copy the plan's tile at logical ``origin`` into ``tile``;
-    completion adds ``transfer_bytes(plan)`` transactions to ``bar`` (arrive/expect are the caller's)."""
+    completion adds ``transfer_bytes(plan)`` transactions to ``bar`` (arrive/expect are the caller's).
+
+    ``multicast``: a 16-bit mask of CTAs in the cluster (launch with ``cluster=``); the tile lands
+    at the same shared offset in each of them and completes on each one's ``bar`` at the same
+    offset (``.multicast::cluster``). Each receiving CTA expects the bytes on its own barrier."""
     _sm90(_ctx, "tma_load_tile")
+    from .core import to_value
     from .mbarrier import _bar
 
     coords = _coords(_ctx, plan, origin, "tma_load_tile")
     ops = [_tmap(_ctx, tmap, "tma_load_tile"), _tile_ptr(plan, tile, "tma_load_tile"), *coords,
            _bar(bar, "tma_load_tile")]
-    _ctx.builder.create("nv.tma.load", ops, [], {"rank": len(coords)})
+    attrs = {"rank": len(coords)}
+    if multicast is not None:
+        if isinstance(multicast, int) and not 0 < multicast < 1 << 16:
+            raise _LangError(f"tma_load_tile: the multicast mask is a non-empty 16-bit CTA mask, got {multicast}")
+        ops.append(to_value(_ctx, multicast, _T.u16))
+        attrs["multicast"] = True
+    _ctx.builder.create("nv.tma.load", ops, [], attrs)
 
 
 @_builtin

@@ -112,3 +112,10 @@ def _elect(lw, op):
 def _setmaxnreg(lw, op):
     convergent_asm(lw, f"setmaxnreg.{op.attrs['action']}.sync.aligned.u32 {op.attrs['count']};", _MEM, (), (),
            side_effects=True)
+
+
+@lowering("nv.cluster.barrier")
+def _cluster_barrier(lw, op):
+    kind = op.attrs["kind"]
+    text = "barrier.cluster.arrive.release.aligned;" if kind == "arrive" else "barrier.cluster.wait.acquire.aligned;"
+    convergent_asm(lw, text, _MEM, (), (), side_effects=True)

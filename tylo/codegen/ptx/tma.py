@@ -23,11 +23,17 @@ def _load(lw, op):
     rank = op.attrs["rank"]
     tmap, dst, *rest = op.operands
     coords, bar = rest[:rank], rest[rank]
-    template = (f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes "
-                f"[$0], [$1, {_coords(2, rank)}], [${2 + rank}];")
+    multicast = op.attrs.get("multicast", False)
+    template = (f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                f"{'.multicast::cluster' if multicast else ''} "
+                f"[$0], [$1, {_coords(2, rank)}], [${2 + rank}]{f', ${3 + rank}' if multicast else ''};")
     args = [("i32", shared_address(lw, dst)), ("i64", lw.ref(tmap))]
     args += [("i32", lw.ref(c)) for c in coords] + [("i32", shared_address(lw, bar))]
-    lw.asm(template, ",".join(["r", "l"] + ["r"] * rank + ["r", _MEM]), (), args, side_effects=True)
+    cons = ["r", "l"] + ["r"] * rank + ["r"]
+    if multicast:
+        args.append(("i16", lw.ref(rest[rank + 1])))
+        cons.append("h")
+    lw.asm(template, ",".join(cons + [_MEM]), (), args, side_effects=True)
 
 
 @lowering("nv.tma.store")
