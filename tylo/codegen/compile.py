@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass
 from . import nvjitlink
 from .targets import Target
 
-__all__ = ["Resources", "llvm_to_ptx", "ptx_to_cubin", "toolchain_versions", "AssemblerError"]
+__all__ = ["Resources", "llvm_to_ptx", "ptx_to_cubin", "toolchain_versions", "AssemblerError", "AssemblerWarning"]
 
 
 class AssemblerError(RuntimeError):
@@ -102,15 +102,25 @@ def parse_resources(log: str) -> Resources:
     )
 
 
+class AssemblerWarning(UserWarning):
+    """The assembler accepted the PTX but reported something the kernel's author should know."""
+
+
 def ptx_to_cubin(ptx: str, target: Target, name: str = "kernel") -> tuple[bytes, Resources, str]:
-    """Assemble PTX for ``target``: (cubin, resources, assembler log)."""
-    if nvjitlink.available():
+    """Assemble PTX for ``target``: (cubin, resources, assembler log).
+
+    nvJitLink in process by default. A kernel with ``setmaxnreg`` goes to ``ptxas`` when it is on
+    the PATH: nvJitLink drops ``setmaxnreg`` (warning C7504), and tylo never silently emits less
+    than the kernel asked for. Assembler warnings become ``AssemblerWarning``s.
+    """
+    ptxas = shutil.which("ptxas")
+    if nvjitlink.available() and not ("setmaxnreg" in ptx and ptxas):
         try:
             cubin, log = nvjitlink.link_ptx(ptx, target.name, name)
         except nvjitlink.NvJitLinkError as exc:
             raise AssemblerError(str(exc)) from None
+        _warn(log, name, "nvJitLink")
         return cubin, parse_resources(log), log
-    ptxas = shutil.which("ptxas")
     if ptxas is None:
         raise AssemblerError("no PTX assembler: install the pip package nvidia-nvjitlink (a tylo dependency) "
                              "or put ptxas on the PATH")
@@ -125,7 +135,17 @@ def ptx_to_cubin(ptx: str, target: Target, name: str = "kernel") -> tuple[bytes,
             raise AssemblerError(f"ptxas failed for {target.name}:\n{proc.stderr}")
         with open(out, "rb") as f:
             cubin = f.read()
-        return cubin, parse_resources(proc.stderr + proc.stdout), proc.stderr + proc.stdout
+        log = proc.stderr + proc.stdout
+        _warn(log, name, "ptxas")
+        return cubin, parse_resources(log), log
+
+
+def _warn(log: str, name: str, tool: str) -> None:
+    import warnings
+
+    lines = [ln.strip() for ln in log.splitlines() if "warning" in ln.lower()]
+    if lines:
+        warnings.warn(f"{tool} on kernel {name}: " + "; ".join(lines), AssemblerWarning, stacklevel=3)
 
 
 @functools.lru_cache(maxsize=None)
@@ -139,9 +159,7 @@ def toolchain_versions() -> dict:
 
     out = {"llvmlite": llvmlite.__version__}
     path = nvjitlink.library_path()
-    if path is not None:
-        out["assembler"] = f"{os.path.basename(path)}:{os.path.getsize(path)}"
-    else:
-        ptxas = shutil.which("ptxas")
-        out["assembler"] = f"ptxas:{os.path.getsize(ptxas)}" if ptxas else "none"
+    out["assembler"] = f"{os.path.basename(path)}:{os.path.getsize(path)}" if path is not None else "none"
+    ptxas = shutil.which("ptxas")  # used for setmaxnreg kernels, and when nvJitLink is missing
+    out["ptxas"] = f"{os.path.realpath(ptxas)}:{os.path.getsize(ptxas)}" if ptxas else "none"
     return out
