@@ -387,10 +387,25 @@ class JITFunction:
         """Compile ahead of time (no GPU needed) and store in the cache.
 
         ``signature`` lists the non-constexpr parameters in order (``"*f32, *f32, i32, f32"``, or a list
-        of tylo types); ``constexprs`` gives every constexpr parameter's value; ``block`` (optional)
-        sets ``maxntid``.
+        of tylo types and TMA plans); ``constexprs`` gives every constexpr parameter's value; ``block``
+        (optional) sets ``maxntid``.
         """
         get_target(arch)
+        spec = self._spec_from_signature(signature, constexprs)
+        return self._compile(spec, arch, maxntid=_dim3(block, "block") if block is not None else None)
+
+    def lower(self, signature=None, arch: str = "sm_90a", constexprs: dict | None = None, block=None):
+        """The kernel's IR (``tylo.ir.Kernel``) after the passes, for a signature: no LLVM, no cache."""
+        from .frontend import generate_kernel
+        from .ir import run_passes
+
+        get_target(arch)
+        _, params = _describe_spec(self.params, self._spec_from_signature(signature, constexprs))
+        kernel = generate_kernel(self.fn, self.fn.__name__, params, arch,
+                                 _dim3(block, "block") if block is not None else None)
+        return run_passes(kernel)
+
+    def _spec_from_signature(self, signature, constexprs):
         constexprs = dict(constexprs or {})
         runtime_params = [p for p in self.params if not p.constexpr]
         types = parse_signature(signature) if signature is not None else [
@@ -426,7 +441,7 @@ class JITFunction:
                 spec.append((t.name,))
         if constexprs:
             raise TypeError(f"{self.__name__}: unknown constexpr parameter(s): {', '.join(constexprs)}")
-        return self._compile(spec, arch, maxntid=_dim3(block, "block") if block is not None else None)
+        return spec
 
     def _dependencies(self):
         if self._deps is None:

@@ -1,0 +1,407 @@
+"""A reference interpreter of the scalar IR: the semantics of each op, on the CPU.
+
+It runs a kernel's IR (``JITFunction.lower``) over a grid with numpy arrays
+as global memory, one Python generator per thread. Threads run until they
+reach a collective: ``sync_threads`` waits for the whole block, a warp
+shuffle for the active lanes of its warp (the scheduler then exchanges the
+values), so kernels that communicate through shared memory and shuffles run
+as they would on the GPU. Integer ops wrap at their width and divide like C;
+float ops round as IEEE binary32/64 (numpy); the special functions are exact
+(numpy), not the GPU's approximations, so compare them with a tolerance.
+
+It checks the frontend and the IR passes without a GPU; it says nothing about
+codegen (tests on a GPU do).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..ir import types as T
+from ..ir.core import Block, Kernel, Op
+from ..ir.types import PointerType, ScalarType
+from ..ir.passes import _cdiv, _wrap
+
+__all__ = ["run", "InterpreterError", "Pointer"]
+
+
+class InterpreterError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class Pointer:
+    """A typed pointer into a numpy buffer (``offset`` in elements of ``elem``)."""
+
+    buffer: np.ndarray
+    offset: int
+    elem: ScalarType
+
+    def __add__(self, n: int) -> "Pointer":
+        return Pointer(self.buffer, self.offset + int(n), self.elem)
+
+
+def _np_dtype(t: ScalarType):
+    import ml_dtypes
+
+    return {
+        "bool": np.uint8, "i8": np.int8, "i16": np.int16, "i32": np.int32, "i64": np.int64, "u8": np.uint8,
+        "u16": np.uint16, "u32": np.uint32, "u64": np.uint64, "f16": np.float16, "bf16": ml_dtypes.bfloat16,
+        "f32": np.float32, "f64": np.float64, "f8e4m3": ml_dtypes.float8_e4m3fn, "f8e5m2": ml_dtypes.float8_e5m2,
+    }[t.name]
+
+
+def _view(ptr: Pointer) -> np.ndarray:
+    flat = ptr.buffer.reshape(-1)
+    want = np.dtype(_np_dtype(ptr.elem))
+    if flat.dtype.itemsize != want.itemsize:
+        raise InterpreterError(f"a *{ptr.elem} pointer into a {flat.dtype} buffer")
+    return flat.view(want)
+
+
+def _float(t: ScalarType, x):
+    return _np_dtype(t)(x)
+
+
+def _to_type(x, t: ScalarType):
+    """A Python/numpy value as a value of IR type ``t``."""
+    if t.is_bool:
+        return bool(x)
+    if t.is_int:
+        return _wrap(int(x), t)
+    return _float(t, x)
+
+
+def _convert(x, s: ScalarType, d: ScalarType):
+    """``arith.cast``: C conversions; float -> int truncates and saturates (NaN -> 0)."""
+    if s == d:
+        return x
+    if d.is_bool:
+        return bool(x)
+    if d.is_int:
+        if s.is_int or s.is_bool:
+            return _wrap(int(x), d)
+        f = float(x)
+        if math.isnan(f):
+            return 0
+        lo, hi = (-(1 << (d.bits - 1)), (1 << (d.bits - 1)) - 1) if d.is_signed else (0, (1 << d.bits) - 1)
+        return int(min(max(math.trunc(f) if math.isfinite(f) else (hi if f > 0 else lo), lo), hi))
+    if d.is_fp8:
+        limit = 448.0 if d.name == "f8e4m3" else 57344.0
+        f = float(x)
+        return _float(d, f if math.isnan(f) else min(max(f, -limit), limit))  # satfinite
+    if s.is_int or s.is_bool:
+        return _float(d, int(x))
+    return _float(d, np.float32(x) if s.is_fp8 else x)
+
+
+_CMP = {"lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
+        "eq": lambda a, b: a == b, "ne": lambda a, b: a != b}
+
+_MATH = {"exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "sqrt": np.sqrt,
+         "rsqrt": lambda x: 1 / np.sqrt(x), "abs": np.abs, "sin": np.sin, "cos": np.cos, "floor": np.floor,
+         "ceil": np.ceil, "tanh": np.tanh}
+
+
+class _Thread:
+    def __init__(self, machine, tid, ctaid):
+        self.m = machine
+        self.tid = tid          # (x, y, z)
+        self.ctaid = ctaid
+        self.env: dict[int, object] = {}
+        self.linear = tid[0] + machine.block[0] * (tid[1] + machine.block[1] * tid[2])
+
+    def get(self, v):
+        try:
+            return self.env[id(v)]
+        except KeyError:
+            raise InterpreterError(f"value {v!r} used before it is defined") from None
+
+    def set(self, v, x):
+        self.env[id(v)] = x
+
+    # generators: yield ("barrier",) or ("shfl", mode, value, lane, width) and receive the shuffle result
+    def block(self, block: Block, args=()):
+        for a, x in zip(block.args, args):
+            self.set(a, x)
+        for op in block.ops:
+            if op.name in ("scf.yield", "scf.condition"):
+                return [self.get(v) for v in op.operands]
+            yield from self.op(op)
+        return []
+
+    def op(self, op: Op):
+        name = op.name
+        ins = [self.get(v) for v in op.operands]
+        t = op.results[0].type if op.results else None
+        if name == "scf.if":
+            results = yield from self.block(op.blocks[0 if ins[0] else 1])
+            for r, x in zip(op.results, results):
+                self.set(r, x)
+            return
+        if name == "scf.for":
+            lb, ub, step, *carried = ins
+            iv = lb
+            while (iv < ub) if step > 0 else (iv > ub):
+                carried = yield from self.block(op.blocks[0], [iv] + carried)
+                iv = _wrap(iv + step, op.operands[0].type)
+            for r, x in zip(op.results, carried):
+                self.set(r, x)
+            return
+        if name == "scf.while":
+            before, after = op.blocks
+            vals = ins
+            while True:
+                out = yield from self.block(before, vals)
+                cond, fwd = out[0], out[1:]
+                if not cond:
+                    break
+                vals = yield from self.block(after, fwd)
+            for r, x in zip(op.results, fwd):
+                self.set(r, x)
+            return
+        if name == "nv.barrier":
+            yield ("barrier",)
+            return
+        if name == "nv.shfl":
+            res = yield ("shfl", op.attrs["mode"], ins[0], ins[1], op.attrs["width"])
+            self.set(op.results[0], res)
+            return
+        if name == "mem.vload":
+            base = ins[0]
+            for i, r in enumerate(op.results):
+                self.set(r, self.m.load(base + i))
+            return
+        if name == "mem.vstore":
+            base, *vals = ins
+            for i, v in enumerate(vals):
+                self.m.store(base + i, v)
+            return
+        if name == "nv.unpack2":
+            word = int(ins[0]) & 0xFFFFFFFF
+            for r, bits in zip(op.results, (word & 0xFFFF, word >> 16)):
+                self.set(r, np.array([bits], np.uint16).view(_np_dtype(r.type))[0])
+            return
+        handler = _HANDLERS.get(name)
+        if handler is None:
+            if name.startswith("math."):
+                x = ins[0]
+                self.set(op.results[0], _float(t, _MATH[name[5:]](np.float64(x) if t == T.f64 else np.float32(x))))
+                return
+            raise InterpreterError(f"the interpreter has no semantics for {name}")
+        value = handler(self, op, ins, t)
+        if op.results:
+            self.set(op.results[0], value)
+
+
+def _arith(fn_int, fn_float=None):
+    def h(th, op, ins, t):
+        a, b = ins
+        if t.is_int or t.is_bool:
+            return _to_type(fn_int(a, b, t), t)
+        return _float(t, (fn_float or fn_int)(np.float64(a) if t == T.f64 else _float(t, a),
+                                              np.float64(b) if t == T.f64 else _float(t, b), t))
+    return h
+
+
+def _idiv(a, b, t):
+    if b == 0:
+        raise InterpreterError("integer division by zero (undefined in a kernel)")
+    return _cdiv(a, b)
+
+
+def _irem(a, b, t):
+    if b == 0:
+        raise InterpreterError("integer remainder by zero (undefined in a kernel)")
+    return a - _cdiv(a, b) * b
+
+
+def _shr(a, b, t):
+    if not 0 <= b < t.bits:
+        raise InterpreterError(f"shift by {b} of a {t} (undefined in a kernel)")
+    return a >> b if t.is_signed else (a & ((1 << t.bits) - 1)) >> b
+
+
+def _shl(a, b, t):
+    if not 0 <= b < t.bits:
+        raise InterpreterError(f"shift by {b} of a {t} (undefined in a kernel)")
+    return a << b
+
+
+def _fmin(a, b, t):
+    return b if np.isnan(a) else a if np.isnan(b) else min(a, b)
+
+
+def _fmax(a, b, t):
+    return b if np.isnan(a) else a if np.isnan(b) else max(a, b)
+
+
+def _sreg(th, op, ins, t):
+    reg = op.attrs["reg"]
+    if reg == "laneid":
+        return th.linear % 32
+    kind, axis = reg.split(".")
+    i = "xyz".index(axis)
+    return {"tid": th.tid, "ctaid": th.ctaid, "ntid": th.m.block, "nctaid": th.m.grid}[kind][i]
+
+
+def _atomic(th, op, ins, t):
+    ptr, *vals = ins
+    old = th.m.load(ptr)
+    kind = op.attrs["op"]
+    if kind == "cas":
+        new = vals[1] if old == vals[0] else old
+    elif kind == "add":
+        new = _to_type(old + vals[0], t) if t.is_int else _float(t, old + vals[0])
+    else:
+        new = {"max": max, "min": min, "exch": lambda a, b: b}[kind](old, vals[0])
+    th.m.store(ptr, new)
+    return old
+
+
+def _pack2(th, op, ins, t):
+    dt = T.bf16 if op.attrs["dtype"] == "bf16" else T.f16
+    lo, hi = (int(np.array([_float(dt, np.float32(v))]).view(np.uint16)[0]) for v in ins)
+    return lo | (hi << 16)
+
+
+_HANDLERS = {
+    "arith.constant": lambda th, op, ins, t: _to_type(op.attrs["value"], t),
+    "arith.add": _arith(lambda a, b, t: a + b),
+    "arith.sub": _arith(lambda a, b, t: a - b),
+    "arith.mul": _arith(lambda a, b, t: a * b),
+    "arith.div": _arith(None, lambda a, b, t: a / b if b != 0 else (np.inf * np.sign(a) if a != 0 else np.nan)),
+    "arith.frem": _arith(None, lambda a, b, t: np.fmod(a, b)),
+    "arith.idiv": _arith(_idiv),
+    "arith.irem": _arith(_irem),
+    "arith.and": _arith(lambda a, b, t: a & b if not t.is_bool else a and b),
+    "arith.or": _arith(lambda a, b, t: a | b if not t.is_bool else a or b),
+    "arith.xor": _arith(lambda a, b, t: a ^ b if not t.is_bool else a != b),
+    "arith.shl": _arith(_shl),
+    "arith.shr": _arith(_shr),
+    "arith.min": _arith(lambda a, b, t: min(a, b), _fmin),
+    "arith.max": _arith(lambda a, b, t: max(a, b), _fmax),
+    "arith.neg": lambda th, op, ins, t: _to_type(-ins[0], t) if t.is_int else _float(t, -ins[0]),
+    "arith.not": lambda th, op, ins, t: (not ins[0]) if t.is_bool else _wrap(~ins[0], t),
+    "arith.cmp": lambda th, op, ins, t: bool(_CMP[op.attrs["pred"]](ins[0], ins[1])),
+    "arith.select": lambda th, op, ins, t: ins[1] if ins[0] else ins[2],
+    "arith.cast": lambda th, op, ins, t: _convert(ins[0], op.operands[0].type, t),
+    "arith.bitcast": lambda th, op, ins, t: _bitcast(ins[0], op.operands[0].type, t),
+    "math.fma": lambda th, op, ins, t: _float(t, np.float64(ins[0]) * np.float64(ins[1]) + np.float64(ins[2])),
+    "ptr.offset": lambda th, op, ins, t: ins[0] + ins[1],
+    "ptr.cast": lambda th, op, ins, t: Pointer(ins[0].buffer, ins[0].offset * ins[0].elem.itemsize // t.elem.itemsize,
+                                               t.elem),
+    "mem.load": lambda th, op, ins, t: th.m.load(ins[0]),
+    "mem.store": lambda th, op, ins, t: th.m.store(ins[0], ins[1]),
+    "mem.shared_alloc": lambda th, op, ins, t: Pointer(th.m.shared[op.attrs["symbol"]], 0, t.elem),
+    "nv.sreg": _sreg,
+    "nv.atomic": _atomic,
+    "nv.assume": lambda th, op, ins, t: None,
+    "nv.pack2": _pack2,
+    "nv.printf": lambda th, op, ins, t: print(op.attrs["format"] % tuple(ins), end=""),
+}
+
+
+def _bitcast(x, s: ScalarType, d: ScalarType):
+    arr = np.array([x], dtype=_np_dtype(s)).view(_np_dtype(d))
+    return _to_type(arr[0], d) if not d.is_float else arr[0]
+
+
+class _Machine:
+    def __init__(self, kernel: Kernel, grid, block):
+        self.kernel = kernel
+        self.grid = grid
+        self.block = block
+        self.shared = {}
+
+    def load(self, ptr: Pointer):
+        view = _view(ptr)
+        if not 0 <= ptr.offset < view.size:
+            raise InterpreterError(f"out-of-bounds load at element {ptr.offset} of a buffer of {view.size}")
+        x = view[ptr.offset]
+        return _to_type(x, ptr.elem) if not ptr.elem.is_float and not ptr.elem.is_fp8 else x
+
+    def store(self, ptr: Pointer, value):
+        view = _view(ptr)
+        if not 0 <= ptr.offset < view.size:
+            raise InterpreterError(f"out-of-bounds store at element {ptr.offset} of a buffer of {view.size}")
+        view[ptr.offset] = value
+
+    def run_block(self, ctaid, params):
+        self.shared = {sym: np.zeros(count, _np_dtype(dtype)) for sym, dtype, count, _ in self.kernel.attrs["shared"]}
+        bx, by, bz = self.block
+        threads = [_Thread(self, (x, y, z), ctaid) for z in range(bz) for y in range(by) for x in range(bx)]
+        gens = []
+        for th in threads:
+            for p, v in zip(self.kernel.params, params):
+                th.set(p.value, v)
+            gens.append(th.block(self.kernel.body))
+        # Each thread runs until it finishes or makes a request (a barrier or a shuffle); then the
+        # requests are served: shuffles of warps whose live lanes all wait on one, else a barrier
+        # that every live thread waits at.
+        n = len(threads)
+        request = [None] * n      # the pending request, None while runnable
+        reply = [None] * n        # what the thread receives when it resumes
+        started = [False] * n
+        done = [False] * n
+        while True:
+            for i, g in enumerate(gens):
+                if done[i] or request[i] is not None:
+                    continue
+                try:
+                    request[i] = g.send(reply[i]) if started[i] else next(g)
+                    started[i] = True
+                except StopIteration:
+                    done[i] = True
+            live = [i for i in range(n) if not done[i]]
+            if not live:
+                return
+            served = False
+            for w in range(0, n, 32):
+                lanes = [i for i in range(w, min(w + 32, n)) if not done[i]]
+                if lanes and all(request[i][0] == "shfl" for i in lanes):
+                    values = {i - w: request[i][2] for i in lanes}
+                    for i in lanes:
+                        reply[i] = _shuffle(i - w, request[i], values)
+                    for i in lanes:
+                        request[i] = None
+                    served = True
+            if served:
+                continue
+            if all(request[i][0] == "barrier" for i in live):
+                for i in live:
+                    request[i], reply[i] = None, None
+                continue
+            raise InterpreterError("deadlock: threads wait at different collectives (a barrier or a shuffle "
+                                   "under divergent control flow)")
+
+
+def _shuffle(lane, req, values):
+    _, mode, value, arg, width = req
+    base = lane & ~(width - 1)
+    src = {"idx": base + (arg & (width - 1)), "bfly": lane ^ arg,
+           "up": lane - arg if lane - arg >= base else lane,
+           "down": lane + arg if lane + arg < base + width else lane}[mode]
+    return values.get(src, value)
+
+
+def run(kernel: Kernel, args, grid=(1, 1, 1), block=(1, 1, 1)) -> None:
+    """Run ``kernel`` (IR from ``JITFunction.lower``) on numpy arrays (modified in place) and scalars."""
+    grid = tuple(grid) + (1,) * (3 - len(tuple(grid)))
+    block = tuple(block) + (1,) * (3 - len(tuple(block)))
+    params = []
+    for p, a in zip(kernel.params, args):
+        t = p.value.type
+        if isinstance(t, PointerType):
+            if not isinstance(a, np.ndarray):
+                raise InterpreterError(f"parameter {p.name} is a pointer: pass a numpy array")
+            params.append(Pointer(a, 0, t.elem))
+        else:
+            params.append(_to_type(a, t))
+    m = _Machine(kernel, grid, block)
+    for z in range(grid[2]):
+        for y in range(grid[1]):
+            for x in range(grid[0]):
+                m.run_block((x, y, z), params)
