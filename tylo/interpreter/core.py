@@ -24,7 +24,7 @@ from ..ir.core import Block, Kernel, Op
 from ..ir.types import PointerType, ScalarType
 from ..ir.passes import _cdiv, _wrap
 
-__all__ = ["run", "InterpreterError", "Pointer"]
+__all__ = ["run", "InterpreterError", "Pointer", "WARP_OPS", "HANDLERS", "load_bits", "store_bits"]
 
 
 class InterpreterError(RuntimeError):
@@ -165,9 +165,10 @@ class _Thread:
         if name == "nv.barrier":
             yield ("barrier",)
             return
-        if name == "nv.shfl":
-            res = yield ("shfl", op.attrs["mode"], ins[0], ins[1], op.attrs["width"])
-            self.set(op.results[0], res)
+        if name in WARP_OPS:  # a warp collective: the scheduler runs it when every live lane arrives
+            results = yield ("warp", op, ins)
+            for r, x in zip(op.results, results):
+                self.set(r, x)
             return
         if name == "mem.vload":
             base = ins[0]
@@ -361,12 +362,15 @@ class _Machine:
             served = False
             for w in range(0, n, 32):
                 lanes = [i for i in range(w, min(w + 32, n)) if not done[i]]
-                if lanes and all(request[i][0] == "shfl" for i in lanes):
-                    values = {i - w: request[i][2] for i in lanes}
+                if lanes and all(request[i][0] == "warp" for i in lanes):
+                    ops = {request[i][1].name for i in lanes}
+                    if len(ops) != 1:
+                        raise InterpreterError(f"deadlock: the lanes of warp {w // 32} wait at different "
+                                               f"collectives ({', '.join(sorted(ops))})")
+                    op = request[lanes[0]][1]
+                    replies = WARP_OPS[op.name](self, op, {i - w: request[i][2] for i in lanes})
                     for i in lanes:
-                        reply[i] = _shuffle(i - w, request[i], values)
-                    for i in lanes:
-                        request[i] = None
+                        reply[i], request[i] = replies[i - w], None
                     served = True
             if served:
                 continue
@@ -378,13 +382,39 @@ class _Machine:
                                    "under divergent control flow)")
 
 
-def _shuffle(lane, req, values):
-    _, mode, value, arg, width = req
-    base = lane & ~(width - 1)
-    src = {"idx": base + (arg & (width - 1)), "bfly": lane ^ arg,
-           "up": lane - arg if lane - arg >= base else lane,
-           "down": lane + arg if lane + arg < base + width else lane}[mode]
-    return values.get(src, value)
+def _shfl(machine, op, lanes):
+    """``nv.shfl`` for the live lanes of a warp: {lane: (value, lane_or_delta)} -> {lane: (result,)}."""
+    mode, width = op.attrs["mode"], op.attrs["width"]
+    out = {}
+    for lane, (value, arg) in lanes.items():
+        base = lane & ~(width - 1)
+        src = {"idx": base + (arg & (width - 1)), "bfly": lane ^ arg,
+               "up": lane - arg if lane - arg >= base else lane,
+               "down": lane + arg if lane + arg < base + width else lane}[mode]
+        out[lane] = (lanes[src][0] if src in lanes else value,)
+    return out
+
+
+# Warp-collective ops: name -> fn(machine, op, {lane: inputs}) -> {lane: results}; feature modules add theirs.
+WARP_OPS = {"nv.shfl": _shfl}
+HANDLERS = _HANDLERS  # thread-local ops: name -> fn(thread, op, inputs, result type) -> value
+
+
+def load_bits(ptr: Pointer, nbytes: int) -> bytes:
+    """Raw bytes at ``ptr`` (for copies and matrix loads)."""
+    raw = ptr.buffer.reshape(-1).view(np.uint8)
+    start = ptr.offset * ptr.elem.itemsize
+    if not 0 <= start and start + nbytes <= raw.size:
+        raise InterpreterError(f"out-of-bounds access of {nbytes} bytes at byte {start} of a {raw.size}-byte buffer")
+    return raw[start:start + nbytes].tobytes()
+
+
+def store_bits(ptr: Pointer, data: bytes) -> None:
+    raw = ptr.buffer.reshape(-1).view(np.uint8)
+    start = ptr.offset * ptr.elem.itemsize
+    if not 0 <= start and start + len(data) <= raw.size:
+        raise InterpreterError(f"out-of-bounds access of {len(data)} bytes at byte {start} of a {raw.size}-byte buffer")
+    raw[start:start + len(data)] = np.frombuffer(data, np.uint8)
 
 
 def run(kernel: Kernel, args, grid=(1, 1, 1), block=(1, 1, 1)) -> None:

@@ -1,0 +1,75 @@
+"""Semantics of the warp copies (``nv.ldmatrix``, ``nv.stmatrix``, ``nv.cp_async*``), from the PTX ISA text.
+
+ldmatrix: lane ``8j + r`` gives the address of row ``r`` of matrix ``j`` (eight 16-bit elements);
+lane ``l`` receives, in register ``j``, the elements of matrix ``j`` at row ``l // 4``, columns
+``2 (l % 4)`` and ``+1`` (low half first), or with ``.trans`` at rows ``2 (l % 4)`` and ``+1`` of
+column ``l // 4``. stmatrix is the inverse. cp.async is modelled as an immediate copy (a stronger
+ordering than the hardware's), zero-filling past ``src_bytes``.
+"""
+from __future__ import annotations
+
+import struct
+
+from .core import HANDLERS, WARP_OPS, InterpreterError, Pointer, load_bits, store_bits
+
+
+def _row_addresses(lanes, num):
+    rows = {}
+    for j in range(num):
+        for r in range(8):
+            lane = 8 * j + r
+            if lane not in lanes:
+                raise InterpreterError(f"ldmatrix/stmatrix: lane {lane} (row {r} of matrix {j}) is not active")
+            rows[j, r] = lanes[lane][0]
+    return rows
+
+
+def _element_position(lane, e, trans):
+    g, t = lane >> 2, lane % 4
+    return (2 * t + e, g) if trans else (g, 2 * t + e)
+
+
+def _ldmatrix(machine, op, lanes):
+    num, trans = op.attrs["num"], op.attrs["trans"]
+    rows = _row_addresses(lanes, num)
+    mats = {(j, r): struct.unpack("<8H", load_bits(rows[j, r], 16)) for j in range(num) for r in range(8)}
+    out = {}
+    for lane in lanes:
+        regs = []
+        for j in range(num):
+            halves = []
+            for e in (0, 1):
+                row, col = _element_position(lane, e, trans)
+                halves.append(mats[j, row][col])
+            regs.append(halves[0] | (halves[1] << 16))
+        out[lane] = tuple(regs)
+    return out
+
+
+def _stmatrix(machine, op, lanes):
+    num, trans = op.attrs["num"], op.attrs["trans"]
+    rows = _row_addresses(lanes, num)
+    mats = {(j, r): [None] * 8 for j in range(num) for r in range(8)}
+    for lane, (ptr, *regs) in lanes.items():
+        for j, word in enumerate(regs):
+            for e in (0, 1):
+                row, col = _element_position(lane, e, trans)
+                mats[j, row][col] = (int(word) >> (16 * e)) & 0xFFFF
+    for (j, r), vals in mats.items():
+        store_bits(rows[j, r], struct.pack("<8H", *vals))
+    return {lane: () for lane in lanes}
+
+
+def _cp_async(thread, op, ins, t):
+    dst, src, *rest = ins
+    nbytes = op.attrs["nbytes"]
+    valid = nbytes if not rest else int(rest[0])
+    data = load_bits(src, valid) if valid else b""
+    store_bits(dst, data + bytes(nbytes - valid))
+
+
+WARP_OPS["nv.ldmatrix"] = _ldmatrix
+WARP_OPS["nv.stmatrix"] = _stmatrix
+HANDLERS["nv.cp_async"] = _cp_async
+HANDLERS["nv.cp_async.commit"] = lambda thread, op, ins, t: None
+HANDLERS["nv.cp_async.wait"] = lambda thread, op, ins, t: None
