@@ -489,7 +489,7 @@ class JITFunction:
 
     def _build(self, params, target, maxntid, sig_text, key) -> CompiledKernel:
         from .codegen import llvm_to_ptx, lower_kernel, ptx_to_cubin
-        from .codegen.llvm import shared_memory_plan
+        from .codegen.llvm import LoweringError, shared_memory_plan
         from .frontend import generate_kernel
         from .ir import print_kernel, run_passes
 
@@ -500,7 +500,10 @@ class JITFunction:
         run_passes(kernel)
         ir_text = print_kernel(kernel)
         t2 = time.perf_counter()
-        llvm_ir = lower_kernel(kernel, target)
+        try:
+            llvm_ir = lower_kernel(kernel, target)
+        except LoweringError as exc:
+            raise _compile_error_at(exc.message, exc.loc) from exc
         ptx = llvm_to_ptx(llvm_ir, target)
         t3 = time.perf_counter()
         cubin, resources, _log = ptx_to_cubin(ptx, target, self.fn.__name__)
@@ -515,6 +518,16 @@ class JITFunction:
 
 
 _PTR_NAME = {name: "*" + name for name in T.SCALAR_TYPES}
+
+
+def _compile_error_at(message, loc):
+    """A CompileError at an IR op's source location (for failures after the frontend)."""
+    import linecache
+
+    from .frontend.errors import CompileError
+
+    line = linecache.getline(loc.filename, loc.lineno) or None
+    return CompileError(f"internal compiler error: {message}", loc.filename, loc.lineno, loc.col, line)
 
 
 def _param_type(part):

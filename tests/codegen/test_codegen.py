@@ -110,3 +110,18 @@ def f64_kernel(out, x, n):
 def test_f64():
     ptx = f64_kernel.compile(signature="*f64, *f64, i32", arch="sm_80").ptx
     assert "sqrt.rn.f64" in ptx and "div.rn.f64" in ptx
+
+
+def test_a_codegen_failure_points_at_the_source_line(monkeypatch):
+    from tylo.codegen import llvm
+
+    def broken(self, op):
+        raise ValueError("simulated lowering bug")
+
+    monkeypatch.setattr(llvm._Lowering, "op_nv_barrier", broken)
+    from simt_kernels import shared_atomics
+    with pytest.raises(tylo.CompileError) as info:
+        shared_atomics.compile(signature="*i32, *i32, *f32, i32", arch="sm_80", constexprs={"BLOCK": 64})
+    err = info.value
+    assert "internal compiler error" in err.reason and "nv.barrier" in err.reason
+    assert err.filename.endswith("simt_kernels.py") and "sync_threads" in err.source_line

@@ -15,7 +15,16 @@ from ..ir.core import Block, Kernel, Op, Value
 from ..ir.types import PointerType, ScalarType
 from .targets import Target
 
-__all__ = ["lower_kernel", "llvm_type", "lowering", "LOWERINGS"]
+__all__ = ["lower_kernel", "llvm_type", "lowering", "LOWERINGS", "LoweringError"]
+
+
+class LoweringError(RuntimeError):
+    """An op could not be lowered (a tylo bug or an unsupported combination); ``loc`` is the op's source."""
+
+    def __init__(self, message: str, loc):
+        super().__init__(message)
+        self.message = message
+        self.loc = loc
 
 # Lowerings of hardware ops, registered by the per-feature modules in codegen/ptx/
 # (``@lowering("nv.mma.sync")``). Each takes the ``_Lowering`` and the op.
@@ -201,15 +210,23 @@ class _Lowering:
         for op in block.ops:
             if op.name in ("scf.yield", "scf.condition"):
                 continue  # consumed by the parent op
-            handler = getattr(self, "op_" + op.name.replace(".", "_"), None)
-            if handler is None and op.name in LOWERINGS:
-                LOWERINGS[op.name](self, op)
-                continue
-            if handler is None and op.name.startswith("math."):
-                self._math(op, op.name[5:])
-                continue
-            if handler is None:
-                raise NotImplementedError(f"no lowering for IR op {op.name}")
+            try:
+                self.lower_op(op)
+            except LoweringError:
+                raise
+            except Exception as exc:  # keep the op's source location for the user's error
+                raise LoweringError(f"cannot generate code for {op.name} on {self.target.name}: {exc}", op.loc) \
+                    from exc
+
+    def lower_op(self, op: Op):
+        handler = getattr(self, "op_" + op.name.replace(".", "_"), None)
+        if handler is None and op.name in LOWERINGS:
+            LOWERINGS[op.name](self, op)
+        elif handler is None and op.name.startswith("math."):
+            self._math(op, op.name[5:])
+        elif handler is None:
+            raise NotImplementedError(f"no lowering for IR op {op.name}")
+        else:
             handler(op)
 
     def _result(self, op: Op, expr: str):
