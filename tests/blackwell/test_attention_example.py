@@ -54,3 +54,29 @@ def test_resources(compiled):
 def test_run_needs_sm100a():
     with pytest.raises(RuntimeError, match="sm_100a"):
         ex.run()
+
+
+def test_tylo_mma_takes_the_seed_spelling_for_tcgen05():
+    import tylo
+    from tylo.lang import tcgen05 as tc
+    from tylo.lang.tcgen05 import Tcgen05MMA
+    from tylo.layouts import Layout
+
+    plan = Tcgen05MMA((128, 64), tylo.bf16, tylo.bf16, tylo.f32)
+    k = plan.k
+
+    @tylo.jit
+    def one_mma(base):
+        a_s = tylo.shared_array(tylo.bf16, (128 * 64,), align=1024)
+        b_s = tylo.shared_array(tylo.bf16, (64 * 64,), align=1024)
+        a_tile = tylo.SharedTile(a_s.ptr, tylo.lang.tma.shared_layout(tylo.lang.tma.TMATile(tylo.bf16, (128, 64))),
+                                 align=1024)
+        b_tile = tylo.SharedTile(b_s.ptr, tylo.lang.tma.shared_layout(tylo.lang.tma.TMATile(tylo.bf16, (64, 64))),
+                                 align=1024)
+        if tylo.thread_idx.x == 0:
+            a = tc.tcgen05_operand(plan, tc.OperandA, a_tile, (0, 0))
+            b = tc.tcgen05_operand(plan, tc.OperandB, b_tile, (0, 0))
+            tylo.mma(plan, tc.accumulator(plan), a, b, accumulate=False, taddr=base)
+
+    ck = one_mma.compile(signature="u32", arch="sm_100a")
+    assert ck.ptx.count("tcgen05.mma.cta_group::1.kind::f16") == 1 and ck.resources.spill_bytes == 0

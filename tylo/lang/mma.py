@@ -490,6 +490,9 @@ def _operand_regs(ctx, frag, ownership, dtype, atom, what):
 def mma(plan, a, b, c, *, _ctx, **kwargs):
     """``c + a @ b`` for an ``MMAAtom`` (one warp) or a ``TiledMMA`` (the CTA), on fragments.
 
+    Plans with their own MMA define ``__tylo_mma__`` and take their own arguments: a tcgen05
+    plan is ``mma(atom, d, a, b, accumulate=)`` with D in tensor memory.
+
     ``a``/``b`` are fragments with the plan's A/B ownership (16-bit inputs may also come as a
     ``PackedFragment``, e.g. an f32 accumulator packed to bf16 without any lane traffic);
     ``c`` has the C ownership. Returns the new accumulator fragment.

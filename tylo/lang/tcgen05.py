@@ -976,9 +976,9 @@ def mma_tcgen05(atom, d, a, b, accumulate=True, taddr=None, *, _ctx):
     tcgen05_mma(atom, dv, a.value, b.value, accumulate, a.tmem, _ctx=_ctx)
 
 
-def _tylo_mma(self, ctx, a, b, c, accumulate=True, taddr=None):
-    """Hook for ``tylo.lang.mma.mma(plan, a, b, c, ...)`` (``c`` is D)."""
-    return mma_tcgen05(self, c, a, b, accumulate, taddr, _ctx=ctx)
+def _tylo_mma(self, ctx, d, a, b, accumulate=True, taddr=None):
+    """``tylo.mma(atom, d, a, b, accumulate=)`` for a tcgen05 plan: D (in TMEM) first, as in the seed."""
+    return mma_tcgen05(self, d, a, b, accumulate, taddr, _ctx=ctx)
 
 
 Tcgen05MMA.__tylo_mma__ = _tylo_mma
