@@ -66,7 +66,7 @@ def attention_tile(o, q_map, k_map, v_map, scale):
     w = tylo.warp_id()
 
     if w == 0:  # one whole warp allocates (and later frees) the TMEM columns
-        tc.tmem_alloc(slot, TMEM_COLUMNS)
+        tc.tmem_alloc(TMEM_COLUMNS, slot)
         tc.tmem_relinquish_alloc_permit()
     if tid == 0:
         mb.mbarrier_init(loaded, 1)

@@ -33,7 +33,7 @@ def _access(atom, num, dtype):
 def ld_st(out, ATOM: tylo.constexpr, NUM: tylo.constexpr, DT: tylo.constexpr):
     acc = _access(ATOM, NUM, DT)
     slot = tylo.shared_array(tylo.u32, 1)
-    tc.tmem_alloc(slot, 512)
+    tc.tmem_alloc(512, slot)
     tc.tmem_relinquish_alloc_permit()
     tylo.sync_threads()
     tc.fence_after_thread_sync()
@@ -101,7 +101,7 @@ MMAS = [
 def mma_kernel(descs, out, PLAN: tylo.constexpr, A_TMEM: tylo.constexpr):
     slot = tylo.shared_array(tylo.u32, 1)
     bar = tylo.shared_array(tylo.u64, 1)
-    tc.tmem_alloc(slot, 256, PLAN.cta_group)
+    tc.tmem_alloc(256, slot, PLAN.cta_group)
     tylo.sync_threads()
     tc.fence_after_thread_sync()
     d = slot[0]
@@ -137,7 +137,7 @@ def test_mma_with_a_in_tmem():
 @tylo.jit
 def bad_columns(out):
     slot = tylo.shared_array(tylo.u32, 1)
-    tc.tmem_alloc(slot, 48)
+    tc.tmem_alloc(48, slot)
 
 
 def test_alloc_columns_rule_is_a_compile_error():

@@ -152,7 +152,7 @@ def mma_api(out, ks_rt, PLAN: tylo.constexpr, STEPS: tylo.constexpr, A_TMEM: tyl
     sb = tylo.shared_array(PLAN.b_dtype, (rb * w,), align=1024)
     A = tylo.SharedTile(sa, k_major(ra, eb), align=1024)
     B = tylo.SharedTile(sb, k_major(rb, eb), align=1024)
-    tc.tmem_alloc(slot, 512, PLAN.cta_group)
+    tc.tmem_alloc(512, slot, PLAN.cta_group)
     tylo.sync_threads()
     tc.fence_after_thread_sync()
     base = slot[0]

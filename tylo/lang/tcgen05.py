@@ -366,10 +366,11 @@ def _shared_ptr(x, what) -> Value:
 
 
 @builtin
-def tmem_alloc(dst, columns, cta_group=1, *, _ctx):
+def tmem_alloc(columns, slot, cta_group=1, *, _ctx):
     """``tcgen05.alloc``: allocate ``columns`` TMEM columns (power of two,
-    32..512) and write the base address to shared memory at ``dst``.
-    One whole warp executes it."""
+    32..512) and write the base address to shared memory at ``slot`` (a u32
+    shared array or pointer). One whole warp executes it."""
+    dst = slot
     _need_sm100(_ctx, "tmem_alloc")
     try:
         tmem_columns(columns)
