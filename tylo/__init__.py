@@ -17,14 +17,14 @@ from .lang.softmax import (log_sum_exp, online_softmax_merge, online_softmax_nor
                            row_softmax)
 from .lang.tiles import GlobalTile, SharedTile, Tile, load, permutedims, store, window
 from .layouts import (ComposedLayout, Layout, Ownership, Swizzle, broadcast_plan, reduction_plan,
-                      vector_access_plan)
+                      swizzled_structure, vector_access_plan)
 from .lang.mma import MMAAtom, TiledMMA, mma, mma_sync, tf32, zero_accumulator
 from .lang.copy import commit_copies, cp_async, ldmatrix, stmatrix, wait_copies
 from .lang.tiles import copy_async, store_bounded
 from .lang.tmem import TmemTile, TmemTransfer, partition, reinterpret_tile, tmem_location
-from .lang.tcgen05 import (Tcgen05MMA, fence_after_thread_sync, fence_before_thread_sync, load_async,
-                           store_async, tmem_alloc, tmem_dealloc, tmem_relinquish_alloc_permit, wait_load,
-                           wait_stores)
+from .lang.tcgen05 import (Tcgen05MMA, accumulator, commit_mma, fence_after_thread_sync, fence_before_thread_sync,
+                           load_async, store_async, tcgen05_operand, tmem_alloc, tmem_dealloc,
+                           tmem_relinquish_alloc_permit, wait_load, wait_stores)
 from .lang import mbarrier as _mbarrier, tma as _tma, wgmma as _wgmma
 from .lang.mbarrier import *  # noqa: F401,F403 - mbarriers, fences, named barriers, elect, setmaxnreg
 from .lang.tma import *  # noqa: F401,F403 - TMA plans, prepare_tma and the copy builtins
@@ -51,6 +51,7 @@ __all__ = [
     "zero_accumulator", "commit_copies", "cp_async", "ldmatrix", "stmatrix", "wait_copies", "copy_async",
     "store_bounded", "TmemTile", "TmemTransfer", "partition", "reinterpret_tile", "tmem_location", "Tcgen05MMA",
     "fence_after_thread_sync", "fence_before_thread_sync", "load_async", "store_async", "tmem_alloc",
-    "tmem_dealloc", "tmem_relinquish_alloc_permit", "wait_load", "wait_stores",
+    "tmem_dealloc", "tmem_relinquish_alloc_permit", "wait_load", "wait_stores", "tcgen05_operand", "accumulator",
+    "commit_mma", "swizzled_structure",
     *_mbarrier.__all__, *_tma.__all__, *_wgmma.__all__,
 ]
