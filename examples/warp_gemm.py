@@ -62,7 +62,7 @@ def warp_gemm(c, a, b, M, N, K, alpha: tylo.f32, VEC: tylo.constexpr = 16):
         tylo.sync_threads()
     out = (acc * alpha).astype(tylo.bf16)
     gc = tylo.window(tylo.GlobalTile(c, Layout((M, N), (N, 1))), (m0, n0), (BM, BN), check=False)
-    store_bounded(gc, out, (M - m0, N - n0))
+    tylo.store(gc, out, bounds=(M - m0, N - n0))
 
 
 AOT = [(warp_gemm, "*bf16:16, *bf16:16, *bf16:16, i32, i32, i32, f32", {"VEC": 16}, THREADS),

@@ -382,8 +382,13 @@ def load(tile, ownership, *, _ctx) -> Fragment:
 
 
 @builtin
-def store(dst, frag, *, _ctx) -> None:
-    """Store a fragment into a tile by its ownership, or a thread's packed words through a pointer."""
+def store(dst, frag, bounds=None, *, _ctx) -> None:
+    """Store a fragment into a tile by its ownership, or a thread's packed words through a pointer.
+
+    ``bounds``: valid extents from the view's origin (runtime allowed); slots past them are not
+    written (ragged edges, see ``store_bounded``)."""
+    if bounds is not None:
+        return store_bounded(dst, frag, bounds, _ctx=_ctx)
     if isinstance(dst, Value) and isinstance(dst.type, PointerType) and isinstance(frag, PackedFragment):
         return _store_packed(_ctx, dst, frag)
     if not isinstance(dst, Tile):
