@@ -14,7 +14,7 @@ import tylo
 from tylo import Layout, Swizzle, ComposedLayout
 from tylo.lang.copy import commit_copies, wait_copies
 from tylo.lang.mma import MMAAtom, TiledMMA, mma, zero_accumulator
-from tylo.lang.tiles import copy_async, store_bounded
+from tylo.lang.tiles import copy_async
 
 ATOM = MMAAtom((16, 8, 16), tylo.bf16, tylo.bf16, tylo.f32)
 BM, BN, BK = 128, 128, 32

@@ -9,7 +9,6 @@ tuple. A miss compiles (or loads from the disk cache) once.
 from __future__ import annotations
 
 import inspect
-import math
 import time
 from dataclasses import dataclass, field
 

@@ -63,7 +63,6 @@ def test_tylo_mma_takes_the_seed_spelling_for_tcgen05():
     from tylo.layouts import Layout
 
     plan = Tcgen05MMA((128, 64), tylo.bf16, tylo.bf16, tylo.f32)
-    k = plan.k
 
     @tylo.jit
     def one_mma(base):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import struct
 
-from .core import HANDLERS, WARP_OPS, InterpreterError, Pointer, load_bits, store_bits
+from .core import HANDLERS, WARP_OPS, InterpreterError, load_bits, store_bits
 
 
 def _row_addresses(lanes, num):
