@@ -27,13 +27,14 @@ OPS = st.sampled_from(["+", "-", "*", "&", "|", "^", "<<", ">>", "//", "%", "min
 EXPR = st.recursive(LEAVES, lambda inner: st.tuples(OPS, inner, inner), max_leaves=8)
 
 
-def source(e):
+def source(e, shift_mask=31):
+    """Kernel source of an expression; shift counts are masked below the narrowest operand width."""
     if isinstance(e, str):
         return e
     op, l, r = e
-    ls, rs = source(l), source(r)
+    ls, rs = source(l, shift_mask), source(r, shift_mask)
     if op in ("<<", ">>"):
-        return f"({ls} {op} ({rs} & 31))"
+        return f"({ls} {op} ({rs} & {shift_mask}))"
     if op in ("//", "%"):
         return f"({ls} {op} (({rs} & 255) | 1))"  # a positive, non-zero divisor
     if op in ("min", "max"):
@@ -60,7 +61,7 @@ def evaluate(e, env):
     return wrap32({"+": a + b, "-": a - b, "*": a * b, "&": a & b, "|": a | b, "^": a ^ b}[op])
 
 
-@settings(max_examples=40)
+@settings(max_examples=40, derandomize=True)
 @given(EXPR, st.lists(st.integers(-(2**31), 2**31 - 1), min_size=3, max_size=3))
 def test_random_i32_expressions(tmp_path_factory, expr, values):
     path = tmp_path_factory.mktemp("fuzz") / "fuzz_kernel.py"
@@ -90,7 +91,7 @@ def typed_eval(e, env):
     op, l, r = e
     (a, ta), (b, tb) = typed_eval(l, env), typed_eval(r, env)
     if op in ("<<", ">>"):
-        s = _wrap(b, tb) & 31
+        s = _wrap(b, tb) & 7  # the narrowest type is 8 bits: larger counts are undefined
         if op == "<<":
             return _wrap(a << s, ta), ta
         return (a >> s if ta.is_signed else (a & ((1 << ta.bits) - 1)) >> s), ta
@@ -113,7 +114,7 @@ def typed_eval(e, env):
 MIXED = st.recursive(st.sampled_from(list(TYPES)), lambda inner: st.tuples(OPS, inner, inner), max_leaves=6)
 
 
-@settings(max_examples=40)
+@settings(max_examples=40, derandomize=True)
 @given(MIXED, st.integers(0, 2**32 - 1))
 def test_random_mixed_type_expressions(tmp_path_factory, expr, seed):
     r = np.random.default_rng(seed)
@@ -129,7 +130,7 @@ def test_random_mixed_type_expressions(tmp_path_factory, expr, seed):
     path = tmp_path_factory.mktemp("fuzz") / "fuzz_mixed.py"
     loads = "".join(f"    {n} = p{n}[0]\n" for n in TYPES)
     path.write_text("import tylo\n\n@tylo.jit\ndef k(out, " + ", ".join(f"p{n}" for n in TYPES) + "):\n" + loads +
-                    f"    out[0] = {source(expr)}\n")
+                    f"    out[0] = {source(expr, 7)}\n")
     spec = importlib.util.spec_from_file_location(f"fuzzm_{abs(hash((str(expr), seed)))}", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
@@ -137,4 +138,4 @@ def test_random_mixed_type_expressions(tmp_path_factory, expr, seed):
     ir = module.k.lower(signature=f"*{t.name}, *i32, *u32, *i64, *u8, *i16")
     out = np.zeros(1, {"i32": np.int32, "u32": np.uint32, "i64": np.int64, "u8": np.uint8, "i16": np.int16}[t.name])
     run(ir, [out, *arrays], block=(1,))
-    assert int(out[0]) == value, (source(expr), t)
+    assert int(out[0]) == value, (source(expr, 7), t)
