@@ -7,13 +7,14 @@ from tylo.ir.types import bf16, f8e4m3, f8e5m2, f16, f32, i8, i32, u8
 from tylo.layouts import is_complete, is_injective, ownership_table, replication
 
 import isa_formulas as isa
+from tylo.codegen.ptx.mma import mma_opcode
 
 ATOMS = mma.MMA_ATOMS
 
 
 def test_atom_catalogue():
     assert len(ATOMS) == 20
-    ops = {a.ptx_opcode for a in ATOMS}
+    ops = {mma_opcode(a.shape, a.types) for a in ATOMS}
     assert "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32" in ops
     assert "mma.sync.aligned.m16n8k8.row.col.f16.f16.f16.f16" in ops
     assert "mma.sync.aligned.m16n8k4.row.col.f32.tf32.tf32.f32" in ops

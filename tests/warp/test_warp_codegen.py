@@ -11,6 +11,7 @@ from tylo.codegen import targets
 from tylo.ir.types import bf16, f16, f32
 
 import warp_kernels as wk
+from tylo.codegen.ptx.mma import mma_opcode
 
 FP8 = [a for a in mma.MMA_ATOMS if a.min_sm == 89]
 NON_FP8 = [a for a in mma.MMA_ATOMS if a.min_sm < 89]
@@ -31,7 +32,7 @@ def _clean(ck):
 @pytest.mark.parametrize("atom", NON_FP8, ids=str)
 def test_mma_atom_compiles_sm80(atom):
     ck = wk.mma_once.compile(signature=_sig(atom), arch="sm_80", constexprs={"ATOM": atom})
-    assert len(re.findall(re.escape(atom.ptx_opcode) + r"\s", ck.ptx)) == 1
+    assert len(re.findall(re.escape(mma_opcode(atom.shape, atom.types)) + r"\s", ck.ptx)) == 1
     assert "nv.mma.sync" in ck.ir
     _clean(ck)
 
@@ -39,7 +40,7 @@ def test_mma_atom_compiles_sm80(atom):
 @pytest.mark.parametrize("atom", FP8, ids=str)
 def test_fp8_atom_compiles_sm100a(atom):
     ck = wk.mma_once.compile(signature=_sig(atom), arch="sm_100a", constexprs={"ATOM": atom})
-    assert atom.ptx_opcode in ck.ptx
+    assert mma_opcode(atom.shape, atom.types) in ck.ptx
     _clean(ck)
 
 
@@ -53,7 +54,7 @@ def test_fp8_needs_ptx84(arch, monkeypatch):
     # with the target raised to PTX 8.4 the same kernel assembles for sm_89 / sm_90a
     monkeypatch.setitem(targets.TARGETS, arch, dataclasses.replace(targets.TARGETS[arch], ptx_version=84))
     ck = wk.mma_once.compile(signature=_sig(atom), arch=arch, constexprs={"ATOM": atom})
-    assert atom.ptx_opcode in ck.ptx and ".version 8.4" in ck.ptx
+    assert mma_opcode(atom.shape, atom.types) in ck.ptx and ".version 8.4" in ck.ptx
     _clean(ck)
 
 
@@ -66,7 +67,7 @@ def test_fp8_on_sm80_is_a_compile_error():
 def test_mma_loop_keeps_accumulators_in_registers(arch):
     atom = mma.MMAAtom((16, 8, 16), bf16, bf16, f32)
     ck = wk.mma_loop.compile(signature="*f32, *u32, *u32, i32", arch=arch, constexprs={"ATOM": atom})
-    assert atom.ptx_opcode in ck.ptx
+    assert mma_opcode(atom.shape, atom.types) in ck.ptx
     _clean(ck)
 
 

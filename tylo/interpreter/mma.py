@@ -13,7 +13,7 @@ from ..ir import types as T
 from ..lang.mma import MMA_ATOMS, tf32
 from .core import WARP_OPS, InterpreterError, _np_dtype
 
-_BY_OPCODE = {a.ptx_opcode: a for a in MMA_ATOMS}
+_BY_KEY = {(a.shape, a.types): a for a in MMA_ATOMS}
 
 
 def _elements(word, dtype, per):
@@ -42,9 +42,9 @@ def _gather(lanes, offset, count, dtype, per, ownership, shape):
 
 
 def _mma(machine, op, lanes):
-    atom = _BY_OPCODE.get(op.attrs["opcode"])
+    atom = _BY_KEY.get((tuple(op.attrs["shape"]), tuple(op.attrs["types"])))
     if atom is None:
-        raise InterpreterError(f"no MMA atom with opcode {op.attrs['opcode']}")
+        raise InterpreterError(f"no MMA atom of shape {op.attrs['shape']} and types {op.attrs['types']}")
     if len(lanes) != 32:
         raise InterpreterError("mma.sync needs all 32 lanes of the warp")
     na, nb, nc = op.attrs["a"], op.attrs["b"], op.attrs["c"]

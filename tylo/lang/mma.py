@@ -46,8 +46,6 @@ class TF32:
 
 tf32 = TF32()
 
-_PTX_NAME = {"f16": "f16", "bf16": "bf16", "f32": "f32", "tf32": "tf32", "i32": "s32",
-             "i8": "s8", "u8": "u8", "f8e4m3": "e4m3", "f8e5m2": "e5m2"}
 _INT8 = (T.i8, T.u8)
 _FP8 = (T.f8e4m3, T.f8e5m2)
 
@@ -90,8 +88,8 @@ class MMAAtom:
 
     >>> from tylo.ir.types import bf16, f32
     >>> atom = MMAAtom((16, 8, 16), bf16, bf16, f32)
-    >>> atom.ptx_opcode
-    'mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32'
+    >>> atom.types
+    ('bf16', 'bf16', 'f32')
     >>> atom.a_regs, atom.b_regs, atom.c_regs, atom.elements_per_reg, atom.min_sm
     (4, 2, 4, 2, 80)
     >>> atom.c_ownership.coord(5, 3)
@@ -160,10 +158,9 @@ class MMAAtom:
         return 84 if self.a_dtype in _FP8 else 70
 
     @property
-    def ptx_opcode(self) -> str:
-        d = _PTX_NAME[self.acc_dtype.name]
-        a, b = _PTX_NAME[self.a_dtype.name], _PTX_NAME[self.b_dtype.name]
-        return f"mma.sync.aligned.m{self.M}n{self.N}k{self.K}.row.col.{d}.{a}.{b}.{d}"
+    def types(self) -> tuple:
+        """Names of the A, B and accumulator types (the IR op's attribute; codegen spells the PTX)."""
+        return (self.a_dtype.name, self.b_dtype.name, self.acc_dtype.name)
 
     # -- register types -----------------------------------------------------------------
     @property
@@ -391,8 +388,9 @@ class TiledMMA:
 
 def _check_mma(op):
     na, nb, nc = (op.attrs.get(x) for x in ("a", "b", "c"))
-    if not all(type(n) is int and n > 0 for n in (na, nb, nc)) or not isinstance(op.attrs.get("opcode"), str):
-        return "needs attrs opcode (str) and a, b, c (register counts)"
+    if not all(type(n) is int and n > 0 for n in (na, nb, nc)) or len(op.attrs.get("shape", ())) != 3 \
+            or len(op.attrs.get("types", ())) != 3:
+        return "needs attrs shape (M, N, K), types (a, b, acc) and a, b, c (register counts)"
     if len(op.operands) != na + nb + nc:
         return f"has {len(op.operands)} operands, attrs say {na} + {nb} + {nc}"
     if len(op.results) != nc:
@@ -441,7 +439,7 @@ def mma_sync(atom, a, b, c, *, _ctx) -> tuple:
     bv = _regs(b, atom.b_regs, atom.ab_reg_types, "b", atom)
     cv = _regs(c, atom.c_regs, atom.c_reg_types, "c", atom)
     op = _ctx.builder.create("nv.mma.sync", av + bv + cv, [v.type for v in cv],
-                             {"opcode": atom.ptx_opcode, "a": len(av), "b": len(bv), "c": len(cv)})
+                             {"shape": atom.shape, "types": atom.types, "a": len(av), "b": len(bv), "c": len(cv)})
     return tuple(op.results)
 
 

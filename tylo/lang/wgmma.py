@@ -356,7 +356,7 @@ def wgmma_mma_async(plan, desc_a, desc_b, accs, scale_d=True, a_major: str = "K"
     else:
         scale = _ctx.builder.constant(1 if scale_d else 0, T.i32)
     op = _ctx.builder.create("nv.wgmma.mma_async", [da, db, scale, *accs], [T.f32] * len(accs),
-                             {"opcode": ins.opcode, "n": plan.n, "immediates": ins.immediates})
+                             {"shape": (64, plan.n, plan.instr_k), "dtype": plan.dtype.name, "n": plan.n, "immediates": ins.immediates})
     return tuple(op.results)
 
 
@@ -716,12 +716,12 @@ def mma_async(plan, a, b, acc, *, _ctx):
         if a_regs is None:
             da = _advance(_ctx, a.desc, a.steps[i])
             op = _ctx.builder.create("nv.wgmma.mma_async", [da, db, one, *parts[pi]], [T.f32] * n,
-                                     {"opcode": ins.opcode, "n": plan.n, "immediates": ins.immediates})
+                                     {"shape": (64, plan.n, plan.instr_k), "dtype": plan.dtype.name, "n": plan.n, "immediates": ins.immediates})
         else:
             imms = ins.immediates[:2] + ins.immediates[3:]   # no imm-trans-a with A in registers
             words = a_regs[4 * i:4 * i + 4]
             op = _ctx.builder.create("nv.wgmma.mma_async_rs", [*words, db, one, *parts[pi]], [T.f32] * n,
-                                     {"opcode": ins.opcode, "n": plan.n, "immediates": imms, "a_regs": 4})
+                                     {"shape": (64, plan.n, plan.instr_k), "dtype": plan.dtype.name, "n": plan.n, "immediates": imms, "a_regs": 4})
         parts[pi] = list(op.results)
     wgmma_commit_group(_ctx=_ctx)
     return PendingAccumulator(plan, parts)

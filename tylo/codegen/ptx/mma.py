@@ -9,9 +9,20 @@ from __future__ import annotations
 from ...ir import types as T
 from ..llvm import lowering
 
-__all__ = ["mma_template", "FP8_MIN_PTX"]
+__all__ = ["mma_template", "mma_opcode", "FP8_MIN_PTX"]
 
 FP8_MIN_PTX = 84  # 'mma with FP8 floating point type' requires PTX ISA 8.4 (ptxas)
+
+# tylo type names -> PTX type suffixes of mma.sync
+_PTX_TYPE = {"f16": "f16", "bf16": "bf16", "f32": "f32", "tf32": "tf32", "i32": "s32", "i8": "s8", "u8": "u8",
+             "f8e4m3": "e4m3", "f8e5m2": "e5m2"}
+
+
+def mma_opcode(shape, types) -> str:
+    """``mma.sync.aligned.mMnNkK.row.col.<d>.<a>.<b>.<c>`` for an atom's shape and (a, b, acc) type names."""
+    m, n, k = shape
+    a, b, acc = (_PTX_TYPE[t] for t in types)
+    return f"mma.sync.aligned.m{m}n{n}k{k}.row.col.{acc}.{a}.{b}.{acc}"
 
 
 def mma_template(opcode: str, na: int, nb: int, nc: int) -> str:
@@ -34,7 +45,7 @@ def _reg32(lw, v):
 
 @lowering("nv.mma.sync")
 def lower_mma_sync(lw, op):
-    opcode = op.attrs["opcode"]
+    opcode = mma_opcode(op.attrs["shape"], op.attrs["types"])
     na, nb, nc = op.attrs["a"], op.attrs["b"], op.attrs["c"]
     if (".e4m3" in opcode or ".e5m2" in opcode) and lw.target.ptx_version < FP8_MIN_PTX:
         raise ValueError(

@@ -43,6 +43,17 @@ def _wait(lw, op):
     _through(lw, op, f"wgmma.wait_group.sync.aligned {op.attrs['n']};")
 
 
+# tylo type names -> PTX type suffixes of wgmma
+_PTX_TYPE = {"bf16": "bf16", "f16": "f16", "f8e4m3": "e4m3", "f8e5m2": "e5m2"}
+
+
+def wgmma_opcode(attrs) -> str:
+    """``wgmma.mma_async.sync.aligned.m64nNkK.f32.<t>.<t>`` from the op's shape and input type."""
+    m, n, k = attrs["shape"]
+    t = _PTX_TYPE[attrs["dtype"]]
+    return f"wgmma.mma_async.sync.aligned.m{m}n{n}k{k}.f32.{t}.{t}"
+
+
 @lowering("nv.wgmma.mma_async")
 def _mma(lw, op):
     n = len(op.results)
@@ -51,7 +62,7 @@ def _mma(lw, op):
     a, b, s = 2 * n, 2 * n + 1, 2 * n + 2   # inputs after the n tied accumulators
     imms = ", ".join(str(i) for i in op.attrs["immediates"])
     template = (f"{{ .reg .pred p; setp.ne.b32 p, ${s}, 0; "
-                f"{op.attrs['opcode']} {{{acc}}}, ${a}, ${b}, p, {imms}; }}")
+                f"{wgmma_opcode(op.attrs)} {{{acc}}}, ${a}, ${b}, p, {imms}; }}")
     _through(lw, op, template, "l,l,r",
              [("i64", lw.ref(desc_a)), ("i64", lw.ref(desc_b)), ("i32", lw.ref(scale))])
 
@@ -74,6 +85,6 @@ def _mma_rs(lw, op):
     b, s = 2 * n + na, 2 * n + na + 1
     imms = ", ".join(str(i) for i in op.attrs["immediates"])
     template = (f"{{ .reg .pred p; setp.ne.b32 p, ${s}, 0; "
-                f"{op.attrs['opcode']} {{{acc}}}, {{{a_ops}}}, ${b}, p, {imms}; }}")
+                f"{wgmma_opcode(op.attrs)} {{{acc}}}, {{{a_ops}}}, ${b}, p, {imms}; }}")
     args = [("i32", lw.ref(r)) for r in a_regs] + [("i64", lw.ref(desc_b)), ("i32", lw.ref(scale))]
     _through(lw, op, template, ",".join(["r"] * na + ["l", "r"]), args)
