@@ -16,9 +16,8 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-TYLO_CHILD = r'''
-import sys, time, json
-import torch
+# the tylo kernel and inputs both tylo children time
+VADD = r'''
 import tylo
 @tylo.jit
 def vadd(out, x, y, n):
@@ -27,6 +26,12 @@ def vadd(out, x, y, n):
         out[i] = x[i] + y[i]
 n = 1 << 20
 x = torch.randn(n, device="cuda"); y = torch.randn(n, device="cuda"); out = torch.empty_like(x)
+'''
+
+TYLO_CHILD = r'''
+import sys, time, json
+import torch
+''' + VADD + r'''
 torch.cuda.synchronize()
 t0 = time.perf_counter()
 vadd[(n + 255) // 256, 256](out, x, y, n)
@@ -83,14 +88,7 @@ print(json.dumps({"first": first, "launch": sorted(launches)[len(launches) // 2]
 BARE_CHILD = r'''
 import time, json, torch
 from cuda.bindings import driver as cu
-import tylo
-@tylo.jit
-def vadd(out, x, y, n):
-    i = tylo.block_idx.x * tylo.block_dim.x + tylo.thread_idx.x
-    if i < n:
-        out[i] = x[i] + y[i]
-n = 1 << 20
-x = torch.randn(n, device="cuda"); y = torch.randn(n, device="cuda"); out = torch.empty_like(x)
+''' + VADD + r'''
 vadd[(n + 255) // 256, 256](out, x, y, n)
 torch.cuda.synchronize()
 ck = next(iter(vadd._kernels.values()))

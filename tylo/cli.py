@@ -370,8 +370,10 @@ def cmd_info(args) -> int:
     except Exception as e:
         rows.append(("llvmlite", f"unavailable ({type(e).__name__}: {e})"))
     try:
-        from cuda.bindings import nvjitlink
+        from .codegen import nvjitlink
 
+        if not nvjitlink.available():
+            raise RuntimeError("libnvJitLink not found (pip install nvidia-nvjitlink)")
         rows.append(("nvJitLink", ".".join(str(x) for x in nvjitlink.version())))
     except Exception as e:
         rows.append(("nvJitLink", f"unavailable ({type(e).__name__}: {e})"))

@@ -13,7 +13,8 @@ Host side (pure, works on plain ints):
   of a canonical shared-memory operand (``tylo.layouts.swizzled_structure``),
   built from the single field table ``DESCRIPTOR_FIELDS`` (PTX ISA, "Matrix
   Descriptor Format" of wgmma).
-* ``wgmma_instruction(plan, a_major, b_major)``: the PTX opcode and operand counts.
+* ``wgmma_instruction(plan, a_major, b_major)``: the instruction's shape, operand counts and immediates
+  (codegen/ptx/wgmma.py spells the PTX).
 * ``accumulator_ownership(plan)``: ``Ownership.wgmma_accumulator(n)``.
 
 Kernel side: ``wgmma_fence``, ``wgmma_mma_async`` (raw u64 descriptors and a
@@ -40,7 +41,6 @@ __all__ = [
 ]
 
 _INSTR_K = {"bf16": 16, "f16": 16, "f8e4m3": 32, "f8e5m2": 32}
-_PTX_TYPE = {"bf16": "bf16", "f16": "f16", "f8e4m3": "e4m3", "f8e5m2": "e5m2"}
 MAX_ACC_REGISTERS = 128
 
 
@@ -235,31 +235,28 @@ def smem_descriptor(structure: SwizzledStructure, address_bytes: int, base_offse
 
 @dataclass(frozen=True)
 class WGMMAInstruction:
-    """One ``wgmma.mma_async`` of a plan: its opcode and operand counts.
+    """One ``wgmma.mma_async`` of a plan: its shape, input type and operand counts.
 
+    ``shape``: (64, n, k of one instruction); ``dtype``: the input type's name;
     ``accumulators``: f32 registers (n / 2); ``descriptors``: 2 (A and B from
     shared memory); ``immediates``: imm-scale-a, imm-scale-b and, for 16-bit
-    inputs, imm-trans-a, imm-trans-b.
+    inputs, imm-trans-a, imm-trans-b. These are the IR op's attributes.
     """
 
-    opcode: str
+    shape: tuple
+    dtype: str
     accumulators: int
     descriptors: int
     trans_a: int
     trans_b: int
     immediates: tuple
 
-    def operands_text(self, acc: list, desc_a: str, desc_b: str, scale_d: str) -> str:
-        imms = ", ".join(str(i) for i in self.immediates)
-        return f"{{{', '.join(acc)}}}, {desc_a}, {desc_b}, {scale_d}, {imms}"
-
 
 def wgmma_instruction(plan: WGMMA64, a_major: str = "K", b_major: str = "K") -> WGMMAInstruction:
-    """``wgmma.mma_async.sync.aligned.m64n{N}k{K}.f32.{A}.{B}`` for ``plan``; majors are 'K' or 'MN'."""
+    """The ``wgmma.mma_async`` instruction of ``plan``; majors are 'K' or 'MN'."""
     for what, major in (("A", a_major), ("B", b_major)):
         if major not in ("K", "MN"):
             raise ValueError(f"wgmma_instruction: {what} major must be 'K' or 'MN', got {major!r}")
-    t = _PTX_TYPE[plan.dtype.name]
     ta, tb = int(a_major == "MN"), int(b_major == "MN")
     if plan.dtype.itemsize == 1:
         if ta or tb:
@@ -267,8 +264,7 @@ def wgmma_instruction(plan: WGMMA64, a_major: str = "K", b_major: str = "K") -> 
         imms = (1, 1)
     else:
         imms = (1, 1, ta, tb)
-    opcode = f"wgmma.mma_async.sync.aligned.m64n{plan.n}k{plan.instr_k}.f32.{t}.{t}"
-    return WGMMAInstruction(opcode, plan.n // 2, 2, ta, tb, imms)
+    return WGMMAInstruction((64, plan.n, plan.instr_k), plan.dtype.name, plan.n // 2, 2, ta, tb, imms)
 
 
 # -- kernel side ------------------------------------------------------------------------
@@ -356,7 +352,7 @@ def wgmma_mma_async(plan, desc_a, desc_b, accs, scale_d=True, a_major: str = "K"
     else:
         scale = _ctx.builder.constant(1 if scale_d else 0, T.i32)
     op = _ctx.builder.create("nv.wgmma.mma_async", [da, db, scale, *accs], [T.f32] * len(accs),
-                             {"shape": (64, plan.n, plan.instr_k), "dtype": plan.dtype.name, "n": plan.n, "immediates": ins.immediates})
+                             {"shape": ins.shape, "dtype": ins.dtype, "n": plan.n, "immediates": ins.immediates})
     return tuple(op.results)
 
 
@@ -716,12 +712,12 @@ def mma_async(plan, a, b, acc, *, _ctx):
         if a_regs is None:
             da = _advance(_ctx, a.desc, a.steps[i])
             op = _ctx.builder.create("nv.wgmma.mma_async", [da, db, one, *parts[pi]], [T.f32] * n,
-                                     {"shape": (64, plan.n, plan.instr_k), "dtype": plan.dtype.name, "n": plan.n, "immediates": ins.immediates})
+                                     {"shape": ins.shape, "dtype": ins.dtype, "n": plan.n, "immediates": ins.immediates})
         else:
             imms = ins.immediates[:2] + ins.immediates[3:]   # no imm-trans-a with A in registers
             words = a_regs[4 * i:4 * i + 4]
             op = _ctx.builder.create("nv.wgmma.mma_async_rs", [*words, db, one, *parts[pi]], [T.f32] * n,
-                                     {"shape": (64, plan.n, plan.instr_k), "dtype": plan.dtype.name, "n": plan.n, "immediates": imms, "a_regs": 4})
+                                     {"shape": ins.shape, "dtype": ins.dtype, "n": plan.n, "immediates": imms, "a_regs": 4})
         parts[pi] = list(op.results)
     wgmma_commit_group(_ctx=_ctx)
     return PendingAccumulator(plan, parts)
