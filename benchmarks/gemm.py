@@ -1,13 +1,17 @@
 """GEMM throughput of tylo's kernels next to torch.matmul (cuBLAS) and Triton, in the same run.
 
-    python benchmarks/gemm.py [--kernel warp-mma|hopper] [--sizes 4096,8192] [--plot gemm.png]
+    python benchmarks/gemm.py [--kernel warp-mma|hopper] [--shapes 4096,8192,8192x8192x1024]
+                              [--layouts rr,rc] [--plot gemm.png]
 
-Checks each result against a float64 product first (relative error < 1e-2), then times
-with CUDA events (median of repeats, after warm-up) and prints TFLOP/s and the ratios.
+A shape is ``n`` (n x n x n) or ``MxNxK``. A layout names A's and B's storage: ``r`` row-major,
+``c`` column-major (a transposed view; no copy). Each result is first checked against a float64
+product (relative error < 1e-2), then timed with CUDA events (median of repeats, after warm-up,
+each repeat a few back-to-back calls) and reported as TFLOP/s and ratios to cuBLAS and Triton.
 ``--kernel hopper`` runs examples/hopper_gemm.py (sm_90a: TMA + WGMMA, warp-specialised,
-persistent); its B operand is the (N, K) transpose, prepared once outside the timing.
+persistent), which takes all four layouts; the warp-MMA GEMM takes ``rr`` only.
 A Triton column is added when triton imports (a plain tiled ``tl.dot`` kernel written here,
-measured in the same run), and a PNG plot is written when matplotlib imports.
+strided loads for any layout, measured in the same run), and a PNG plot is written when
+matplotlib imports.
 """
 import argparse
 import os
@@ -17,7 +21,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "examples"))
 
 
-def bench(fn, torch, warmup=3, reps=10):
+def bench(fn, torch, warmup=3, reps=15, inner=5):
+    """Median milliseconds of one call over ``reps`` timings of ``inner`` back-to-back calls."""
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
@@ -25,11 +30,28 @@ def bench(fn, torch, warmup=3, reps=10):
     for _ in range(reps):
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         s.record()
-        fn()
+        for _ in range(inner):
+            fn()
         e.record()
         e.synchronize()
-        times.append(s.elapsed_time(e))
+        times.append(s.elapsed_time(e) / inner)
     return sorted(times)[len(times) // 2]
+
+
+def parse_shape(text):
+    parts = [int(p) for p in text.lower().split("x")]
+    if len(parts) == 1:
+        return parts * 3
+    if len(parts) != 3:
+        raise SystemExit(f"gemm.py: a shape is n or MxNxK, got {text!r}")
+    return parts
+
+
+def operand(torch, rows, cols, major):
+    """A (rows, cols) bf16 operand, row-major ('r') or column-major ('c', the transpose of a row-major one)."""
+    if major == "r":
+        return torch.randn(rows, cols, device="cuda", dtype=torch.bfloat16)
+    return torch.randn(cols, rows, device="cuda", dtype=torch.bfloat16).T
 
 
 def check(c, a, b, alpha, torch):
@@ -108,57 +130,57 @@ def plot(rows, kernel, path, with_triton):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kernel", default="warp-mma", choices=["warp-mma", "hopper"])
-    ap.add_argument("--sizes", default="4096,8192")
+    ap.add_argument("--shapes", "--sizes", default="4096,8192")
+    ap.add_argument("--layouts", default="rr", help="comma-separated A/B storage pairs: rr, rc, cr, cc")
     ap.add_argument("--plot", default=None, help="PNG path (default: gemm_<kernel>.png when matplotlib imports)")
     args = ap.parse_args()
+    layouts = args.layouts.split(",")
+    if any(len(lay) != 2 or set(lay) - {"r", "c"} for lay in layouts):
+        raise SystemExit(f"gemm.py: layouts are pairs of r/c, got {args.layouts!r}")
     import torch
 
     if args.kernel == "hopper":
         import hopper_gemm
 
-        def prepare(a, b):
-            return b.T.contiguous()          # (N, K): K-major B, once per shape
-
-        def launch(c, a, bt, M, N, K):
-            hopper_gemm.launch(c, a, bt, M, N, K)
+        def launch(c, a, b, M, N, K):
+            hopper_gemm.launch(c, a, b, M, N, K)
     else:
         import warp_gemm
-
-        def prepare(a, b):
-            return b
+        if layouts != ["rr"]:
+            raise SystemExit("gemm.py: the warp-MMA GEMM takes row-major operands only (--layouts rr)")
 
         def launch(c, a, b, M, N, K):
             warp_gemm.launch(c, a, b, M, N, K, 1.0)
     triton_mm = make_triton()
 
     rows = []
-    for n in [int(s) for s in args.sizes.split(",")]:
-        M = N = K = n
-        a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)
-        b = torch.randn(K, N, device="cuda", dtype=torch.bfloat16)
-        bb = prepare(a, b)
-        c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
-        launch(c, a, bb, M, N, K)
-        torch.cuda.synchronize()
-        rel = check(c, a, b, 1.0, torch)
-        t_tylo = bench(lambda: launch(c, a, bb, M, N, K), torch)
-        t_cublas = bench(lambda: torch.matmul(a, b), torch)
-        flops = 2.0 * M * N * K
-        t_triton = None
-        if triton_mm is not None:
-            ct = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
-            triton_mm(ct, a, b)
+    for M, N, K in [parse_shape(t) for t in args.shapes.split(",")]:
+        for lay in layouts:
+            a = operand(torch, M, K, lay[0])
+            b = operand(torch, K, N, lay[1])
+            c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+            launch(c, a, b, M, N, K)
             torch.cuda.synchronize()
-            check(ct, a, b, 1.0, torch)
-            t_triton = bench(lambda: triton_mm(ct, a, b), torch)
-        rows.append((f"{M}x{N}x{K}", flops / t_tylo / 1e9, flops / t_cublas / 1e9,
-                     flops / t_triton / 1e9 if t_triton else None, rel))
-    head = f"\n{'shape':<16} {'tylo ' + args.kernel + ' TFLOP/s':>24} {'cuBLAS TFLOP/s':>15} {'ratio':>7}"
+            rel = check(c, a, b, 1.0, torch)
+            t_tylo = bench(lambda: launch(c, a, b, M, N, K), torch)
+            t_cublas = bench(lambda: torch.matmul(a, b), torch)
+            flops = 2.0 * M * N * K
+            t_triton = None
+            if triton_mm is not None:
+                ct = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+                triton_mm(ct, a, b)
+                torch.cuda.synchronize()
+                check(ct, a, b, 1.0, torch)
+                t_triton = bench(lambda: triton_mm(ct, a, b), torch)
+            rows.append((f"{M}x{N}x{K} {lay}", flops / t_tylo / 1e9, flops / t_cublas / 1e9,
+                         flops / t_triton / 1e9 if t_triton else None, rel))
+            print(f"  measured {rows[-1][0]}", file=sys.stderr, flush=True)
+    head = f"\n{'shape (M x N x K, A/B)':<24} {'tylo ' + args.kernel + ' TFLOP/s':>24} {'cuBLAS TFLOP/s':>15} {'ratio':>7}"
     if triton_mm is not None:
         head += f" {'Triton TFLOP/s':>15} {'vs Triton':>10}"
     print(head + f" {'rel err':>9}")
     for shape, tt, tc, tr, rel in rows:
-        line = f"{shape:<16} {tt:>24.1f} {tc:>15.1f} {tt / tc:>7.3f}"
+        line = f"{shape:<24} {tt:>24.1f} {tc:>15.1f} {tt / tc:>7.3f}"
         if triton_mm is not None:
             line += f" {tr:>15.1f} {tt / tr:>10.3f}"
         print(line + f" {rel:>9.1e}")

@@ -1,8 +1,10 @@
 """A warp-specialised Hopper GEMM (sm_90a): C = A @ B in bf16 with fp32 accumulation.
 
-* A (M, K) row-major bf16; B given as (N, K) row-major bf16 -- K-major B, the layout TMA and
-  WGMMA read natively (from a torch (K, N) matrix ``b``, ``b.T.contiguous()`` produces it);
-  C (M, N) row-major bf16.
+* A (M, K), B (K, N), C (M, N) row-major bf16; A and B may also be column-major (any
+  torch/cupy view with one contiguous dimension, e.g. ``x.T``). A K-contiguous operand is
+  K-major for WGMMA and TMA loads it in (rows, 64) boxes; an M- or N-contiguous one is
+  MN-major and loads as 64 x 64 boxes of its transpose (``shared_tile(plan, ptr, boxes=)``),
+  read by WGMMA with the transpose bit: no copy of either operand is made.
 * CTA tile BM x BN = 128 x 256, K step BK = 64 (one 128-byte swizzle row of bf16).
   384 threads: warpgroup 0 is the producer (``setmaxnreg_dec``), one elected thread of it
   issues the TMA loads of A (128 x 64) and B (256 x 64) into a STAGES-deep shared ring; the
@@ -15,7 +17,8 @@
 * Epilogue: the fp32 accumulator is converted to bf16, written through its ownership into
   swizzled shared staging tiles (64 x 64) and stored with TMA; stores past M or N are
   dropped by TMA, loads past M, N or K are zero-filled, so ragged shapes need no masking.
-  TMA needs 16-byte aligned rows: K and N must be multiples of 8 (``launch`` checks).
+  TMA needs 16-byte aligned rows: N and the leading dimension of A and B must be multiples
+  of 8 elements (``launch`` checks).
 * Loop trip counts are runtime (ptxas unrolls constant-trip loops around WGMMA bodies).
 """
 import numpy as np
@@ -28,11 +31,12 @@ from tylo.lang.mma import zero_accumulator
 
 BM, BN, BK = 128, 256, 64
 THREADS = 384                    # producer warpgroup + two consumer warpgroups
-A_TILE = tma.TMATile(tylo.bf16, (BM, BK))        # 16 KB, 128B swizzle
-B_TILE = tma.TMATile(tylo.bf16, (BN, BK))        # 32 KB
+A_TILE = tma.TMATile(tylo.bf16, (BM, BK))        # K-major A: (m, k), 16 KB, 128B swizzle
+B_TILE = tma.TMATile(tylo.bf16, (BN, BK))        # K-major B: (n, k) of B^T, 32 KB
+MN_TILE = tma.TMATile(tylo.bf16, (BK, 64))       # MN-major A or B: (k, mn) boxes, 8 KB each
 C_TILE = tma.TMATile(tylo.bf16, (64, 64))        # epilogue staging / TMA store box, 8 KB
 PLAN = wg.WGMMA64(tylo.bf16, n=BN, k=BK)         # one consumer: 64 x 256 x 64 per K step
-STAGE_BYTES = tma.transfer_bytes(A_TILE) + tma.transfer_bytes(B_TILE)
+STAGE_BYTES = tma.transfer_bytes(A_TILE) + tma.transfer_bytes(B_TILE)   # the same for MN-major boxes
 PRODUCER_REGS, CONSUMER_REGS = 40, 232           # 128 * 40 + 256 * 232 <= 65536
 
 
@@ -46,10 +50,38 @@ def tile_coords(tile, num_m, num_n, GROUP_M: tylo.constexpr):
     return first_m + local % rows, local // rows
 
 
+@tylo.func
+def stage_tile(tmap, ptr, EXTENT: tylo.constexpr, MN: tylo.constexpr):
+    """One ring stage of an operand as TMA fills it: (EXTENT, BK) K-major, or (BK, EXTENT) in
+    64-wide boxes when MN-major."""
+    if MN:
+        return tma.shared_tile(tmap, ptr, (1, EXTENT // 64))
+    return tma.shared_tile(tmap, ptr)
+
+
+@tylo.func
+def load_stage(tmap, ptr, mn0, k0, bar, EXTENT: tylo.constexpr, MN: tylo.constexpr):
+    """TMA-load the operand tile at (mn0, k0) into a ring stage (the plan's coordinates are (k, mn)
+    when MN-major)."""
+    if MN:
+        tma.tma_load(stage_tile(tmap, ptr, EXTENT, MN), tmap, (k0, mn0), bar)
+    else:
+        tma.tma_load(stage_tile(tmap, ptr, EXTENT, MN), tmap, (mn0, k0), bar)
+
+
+@tylo.func
+def operand(role, tmap, ptr, mn0, EXTENT: tylo.constexpr, MN: tylo.constexpr):
+    """The WGMMA operand at row mn0 of a ring stage, viewed as (mn, k) (the transpose when MN-major)."""
+    if MN:
+        return wg.wgmma_operand(PLAN, role, tylo.permutedims(stage_tile(tmap, ptr, EXTENT, MN), (1, 0)), (mn0, 0))
+    return wg.wgmma_operand(PLAN, role, stage_tile(tmap, ptr, EXTENT, MN), (mn0, 0))
+
+
 @tylo.jit
 def hopper_gemm(c_map, a_map, b_map, M, N, K, STAGES: tylo.constexpr = 4, GROUP_M: tylo.constexpr = 8,
-                C_BUFS: tylo.constexpr = 2):
-    """C_BUFS: 64x64 bf16 staging tiles per consumer (4 covers a whole 64 x 256 row band)."""
+                C_BUFS: tylo.constexpr = 2, A_MN: tylo.constexpr = False, B_MN: tylo.constexpr = False):
+    """C_BUFS: 64x64 bf16 staging tiles per consumer (4 covers a whole 64 x 256 row band).
+    A_MN / B_MN: the operand is MN-major (A column-major, B row-major), else K-major."""
     sa = tylo.shared_array(tylo.bf16, (STAGES * BM * BK,), align=1024)
     sb = tylo.shared_array(tylo.bf16, (STAGES * BN * BK,), align=1024)
     sc = tylo.shared_array(tylo.bf16, (2 * C_BUFS * 64 * 64,), align=1024)
@@ -83,8 +115,8 @@ def hopper_gemm(c_map, a_map, b_map, M, N, K, STAGES: tylo.constexpr = 4, GROUP_
                     s = it % STAGES
                     mb.mbarrier_wait(empty + s, ((it // STAGES) & 1) ^ 1)   # a fresh ring is free
                     mb.mbarrier_arrive_expect_tx(full + s, STAGE_BYTES)
-                    tma.tma_load(tma.shared_tile(a_map, sa.ptr + s * (BM * BK)), a_map, (pm * BM, kt * BK), full + s)
-                    tma.tma_load(tma.shared_tile(b_map, sb.ptr + s * (BN * BK)), b_map, (pn * BN, kt * BK), full + s)
+                    load_stage(a_map, sa.ptr + s * (BM * BK), pm * BM, kt * BK, full + s, BM, A_MN)
+                    load_stage(b_map, sb.ptr + s * (BN * BK), pn * BN, kt * BK, full + s, BN, B_MN)
                     it += 1
     else:
         mb.setmaxnreg_inc(CONSUMER_REGS)
@@ -95,17 +127,16 @@ def hopper_gemm(c_map, a_map, b_map, M, N, K, STAGES: tylo.constexpr = 4, GROUP_
             pm, pn = tile_coords(tile, num_m, num_n, GROUP_M)
             s = it % STAGES
             mb.mbarrier_wait(full + s, (it // STAGES) & 1)
-            a = wg.wgmma_operand(PLAN, wg.OperandA, tma.shared_tile(a_map, sa.ptr + s * (BM * BK)), (cons * 64, 0))
-            b = wg.wgmma_operand(PLAN, wg.OperandB, tma.shared_tile(b_map, sb.ptr + s * (BN * BK)), (0, 0))
+            a = operand(wg.OperandA, a_map, sa.ptr + s * (BM * BK), cons * 64, BM, A_MN)
+            b = operand(wg.OperandB, b_map, sb.ptr + s * (BN * BK), 0, BN, B_MN)
             pending = wg.mma_async(PLAN, a, b, zero_accumulator(PLAN))
             prev = s
             it += 1
             for kt in range(1, ktiles):
                 s = it % STAGES
                 mb.mbarrier_wait(full + s, (it // STAGES) & 1)
-                a = wg.wgmma_operand(PLAN, wg.OperandA, tma.shared_tile(a_map, sa.ptr + s * (BM * BK)),
-                                     (cons * 64, 0))
-                b = wg.wgmma_operand(PLAN, wg.OperandB, tma.shared_tile(b_map, sb.ptr + s * (BN * BK)), (0, 0))
+                a = operand(wg.OperandA, a_map, sa.ptr + s * (BM * BK), cons * 64, BM, A_MN)
+                b = operand(wg.OperandB, b_map, sb.ptr + s * (BN * BK), 0, BN, B_MN)
                 pending = wg.mma_async(PLAN, a, b, pending)
                 pending = wg.wait_mma(pending, 1)     # step kt-1 is complete: release its stage
                 if lead:
@@ -141,15 +172,18 @@ def hopper_gemm(c_map, a_map, b_map, M, N, K, STAGES: tylo.constexpr = 4, GROUP_
 
 # A TMATile in a signature list stands for a TMA binding of that plan (prepare_tma).
 AOT = [(hopper_gemm, [C_TILE, A_TILE, B_TILE, "i32", "i32", "i32"], {"STAGES": 4, "GROUP_M": 8, "C_BUFS": 2},
-        THREADS)]
+        THREADS),
+       (hopper_gemm, [C_TILE, MN_TILE, MN_TILE, "i32", "i32", "i32"],
+        {"STAGES": 4, "GROUP_M": 8, "C_BUFS": 2, "A_MN": True, "B_MN": True}, THREADS)]
 
 
-def spec(stages=4, group_m=8, c_bufs=2):
+def spec(stages=4, group_m=8, c_bufs=2, a_mn=False, b_mn=False):
     """The specialisation ``launch`` compiles, in ``JITFunction._compile``'s format (no GPU needed)."""
     blob = lambda plan: ("blob", "tma", (plan, 2), 128)  # noqa: E731
     i32 = ("i32", False, False)
-    return [blob(C_TILE), blob(A_TILE), blob(B_TILE), i32, i32, i32,
-            ("constexpr", stages), ("constexpr", group_m), ("constexpr", c_bufs)]
+    return [blob(C_TILE), blob(MN_TILE if a_mn else A_TILE), blob(MN_TILE if b_mn else B_TILE), i32, i32, i32,
+            ("constexpr", stages), ("constexpr", group_m), ("constexpr", c_bufs), ("constexpr", a_mn),
+            ("constexpr", b_mn)]
 
 
 _BINDINGS = {}
@@ -168,38 +202,66 @@ def _binding(plan, array):
     return b
 
 
+def operand_storage(x, name, shape, k_axis):
+    """``(row-major storage, mn_major)`` of operand ``x`` of logical ``shape`` whose K is ``k_axis``.
+
+    K contiguous: K-major, stored (mn, k); the other axis contiguous: MN-major, stored (k, mn).
+    A transposed view (``x.T``, torch/cupy) gives the row-major storage without a copy.
+    """
+    from tylo.runtime import describe_array
+    info = describe_array(x)
+    if tuple(info.shape) != shape:
+        raise ValueError(f"hopper_gemm: {name} must have shape {shape}, got {tuple(info.shape)}")
+    contiguous = [d for d in (1, 0) if info.strides[d] == 1 or shape[d] == 1]
+    if not contiguous:
+        raise ValueError(f"hopper_gemm: {name} needs a contiguous dimension (row- or column-major), "
+                         f"strides {tuple(info.strides)}")
+    d = contiguous[0]
+    lead = info.strides[1 - d]
+    if lead % 8 and shape[1 - d] > 1:
+        raise ValueError(f"hopper_gemm: TMA needs 16-byte aligned rows: the leading dimension of {name} "
+                         f"({lead}) must be a multiple of 8")
+    mn_major = d != k_axis
+    storage = x if d == 1 else x.T
+    return storage, mn_major
+
+
 _SMS = []
 
 
 def launch(c, a, b, M, N, K, stream=None, stages=4, group_m=8, c_bufs=2):
-    """C (M, N) = A (M, K) @ B^T where ``b`` is (N, K) row-major; bf16 in and out."""
+    """C (M, N) = A (M, K) @ B (K, N), bf16 in and out; A and B row- or column-major, C row-major."""
     if min(M, N, K) <= 0:
         raise ValueError(f"hopper_gemm: M, N and K must be positive, got {M}, {N}, {K}")
-    if K % 8 or N % 8:
-        raise ValueError(f"hopper_gemm: TMA needs 16-byte aligned rows: K ({K}) and N ({N}) must be multiples of 8")
+    if N % 8:
+        raise ValueError(f"hopper_gemm: TMA needs 16-byte aligned rows: N ({N}) must be a multiple of 8")
+    a_store, a_mn = operand_storage(a, "A", (M, K), 1)
+    b_store, b_mn = operand_storage(b, "B", (K, N), 0)
     if not _SMS:
         from tylo.runtime import driver
         _SMS.append(driver.devices()[0]["sm_count"])
     tiles = ((M + BM - 1) // BM) * ((N + BN - 1) // BN)
     grid = max(1, min(_SMS[0], tiles))
-    hopper_gemm[grid, THREADS](_binding(C_TILE, c), _binding(A_TILE, a), _binding(B_TILE, b), M, N, K,
-                               STAGES=stages, GROUP_M=group_m, C_BUFS=c_bufs, stream=stream)
+    hopper_gemm[grid, THREADS](_binding(C_TILE, c), _binding(MN_TILE if a_mn else A_TILE, a_store),
+                               _binding(MN_TILE if b_mn else B_TILE, b_store), M, N, K,
+                               STAGES=stages, GROUP_M=group_m, C_BUFS=c_bufs, A_MN=a_mn, B_MN=b_mn, stream=stream)
 
 
 def run() -> None:
     import ml_dtypes
     rng = np.random.default_rng()
-    for (M, N, K) in [(128, 256, 64), (300, 200, 136), (129, 264, 72), (1000, 1000, 1000), (2048, 2048, 4096)]:
+    shapes = [(128, 256, 64), (300, 200, 136), (129, 264, 72), (1000, 1000, 1000), (2048, 2048, 4096)]
+    for (M, N, K) in shapes:
         a = rng.standard_normal((M, K)).astype(ml_dtypes.bfloat16)
-        bt = rng.standard_normal((N, K)).astype(ml_dtypes.bfloat16)     # B^T: (N, K) row-major
+        b = rng.standard_normal((K, N)).astype(ml_dtypes.bfloat16)
         c = tylo.to_device(np.full((M, N), np.nan, dtype=ml_dtypes.bfloat16))
-        launch(c, tylo.to_device(a), tylo.to_device(bt), M, N, K)
-        ref = a.astype(np.float64) @ bt.astype(np.float64).T
+        launch(c, tylo.to_device(a), tylo.to_device(b), M, N, K)     # row-major A and B
+        ref = a.astype(np.float64) @ b.astype(np.float64)
         got = c.to_host().astype(np.float64)
         assert np.isfinite(got).all(), (M, N, K, "unwritten outputs")
         rel = np.linalg.norm(got - ref) / np.linalg.norm(ref)
         assert rel < 1e-2, (M, N, K, rel)
-        print(f"hopper_gemm {M}x{N}x{K}: relative error {rel:.1e}")
+        print(f"hopper_gemm {M}x{N}x{K} (A row-major, B row-major): relative error {rel:.1e}")
 
 
 if __name__ == "__main__":

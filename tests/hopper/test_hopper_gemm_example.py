@@ -13,19 +13,25 @@ sys.path.insert(0, os.path.join(ROOT, "examples"))
 import hopper_gemm as hg  # noqa: E402
 
 
-@pytest.mark.parametrize("stages, c_bufs", [(4, 2), (3, 4)])
-def test_hopper_gemm_assembles_for_sm90a(stages, c_bufs, capsys):
+@pytest.mark.parametrize("stages, c_bufs, a_mn, b_mn", [(4, 2, False, False), (3, 4, False, False),
+                                                         (4, 2, True, True)])
+def test_hopper_gemm_assembles_for_sm90a(stages, c_bufs, a_mn, b_mn, capsys):
     t0 = time.perf_counter()
-    ck = hg.hopper_gemm._compile(hg.spec(stages=stages, c_bufs=c_bufs), "sm_90a", (hg.THREADS, 1, 1))
+    ck = hg.hopper_gemm._compile(hg.spec(stages=stages, c_bufs=c_bufs, a_mn=a_mn, b_mn=b_mn), "sm_90a",
+                                 (hg.THREADS, 1, 1))
     seconds = time.perf_counter() - t0
     ptx = ck.ptx
     assert ".local" not in ptx and "call.uni" not in ptx
     assert ck.resources.spill_bytes == 0 and ck.resources.stack_bytes == 0
     # four m64n256k16 per K step: the first step of a tile is peeled, the rest loop at runtime
-    assert ptx.count("wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16") == 8
+    wgmmas = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n256k16\.f32\.bf16\.bf16 [^;]*;", ptx)
+    assert len(wgmmas) == 8
+    # the transpose immediates follow the operand majors (MN-major: 1)
+    assert all(w.rstrip(";").endswith(f"1, 1, {int(a_mn)}, {int(b_mn)}") for w in wgmmas)
     assert "wgmma.wait_group.sync.aligned 1" in ptx and "wgmma.wait_group.sync.aligned 0" in ptx
     loads = ptx.count("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes")
-    assert loads >= 2 and loads % 2 == 0      # A and B per stage (LLVM may unroll the producer loop)
+    per_stage = (hg.BM // 64 if a_mn else 1) + (hg.BN // 64 if b_mn else 1)    # one copy per TMA box
+    assert loads >= per_stage and loads % per_stage == 0   # (LLVM may unroll the producer loop)
     assert "cp.async.bulk.tensor.2d.global.shared::cta.tile.bulk_group" in ptx
     assert "mbarrier.try_wait.parity.shared::cta.b64" in ptx
     assert "setmaxnreg.dec.sync.aligned.u32 40" in ptx and "setmaxnreg.inc.sync.aligned.u32 232" in ptx
@@ -42,7 +48,7 @@ def test_hopper_gemm_assembles_for_sm90a(stages, c_bufs, capsys):
 
 
 def test_launch_rejects_unaligned_rows():
-    with pytest.raises(ValueError, match="multiples of 8"):
+    with pytest.raises(ValueError, match="N \\(100\\) must be a multiple of 8"):
         hg.launch(None, None, None, 64, 100, 64)
     with pytest.raises(ValueError, match="positive"):
         hg.launch(None, None, None, 0, 64, 64)

@@ -41,7 +41,7 @@ from ..layouts import ComposedLayout, Layout, Swizzle, compose
 
 __all__ = [
     "TMATile", "TMALoad", "transfer_bytes", "swizzle_bytes", "size", "shared_layout",
-    "swizzle_period_bytes", "tma_coordinates", "TMABinding", "prepare_tma",
+    "swizzle_period_bytes", "tma_coordinates", "TMABinding", "prepare_tma", "box_grid",
 ]
 
 SWIZZLES = (128, 64, 32)
@@ -111,9 +111,9 @@ def TMALoad(dtype, shape, axis: int = 1) -> TMATile:
     return TMATile(dtype, tuple(shape), axis=axis, swizzle=128)
 
 
-def transfer_bytes(plan: TMATile) -> int:
-    """Bytes one tile moves (what it adds to an mbarrier's transaction count)."""
-    return math.prod(plan.shape) * plan.elem_bytes
+def transfer_bytes(plan: TMATile, boxes: tuple = (1, 1)) -> int:
+    """Bytes one tile (of ``boxes`` plan boxes) moves: what it adds to an mbarrier's transaction count."""
+    return math.prod(plan.shape) * plan.elem_bytes * math.prod(_check_boxes(plan, boxes))
 
 
 def swizzle_bytes(plan: TMATile) -> int:
@@ -135,11 +135,35 @@ def hardware_swizzle(swizzle: int, elem_bytes: int) -> Swizzle:
     return Swizzle((swizzle // 16).bit_length() - 1, (16 // elem_bytes).bit_length() - 1, 3)
 
 
-def shared_layout(plan: TMATile) -> ComposedLayout:
-    """Logical coordinate -> element offset of the tile in shared memory (module doc)."""
+def _check_boxes(plan: TMATile, boxes) -> tuple:
+    if (not isinstance(boxes, tuple) or len(boxes) != 2
+            or not all(isinstance(b, int) and not isinstance(b, bool) and b > 0 for b in boxes)):
+        raise ValueError(f"TMA boxes: a pair of positive ints (boxes along logical axes 0 and 1), got {boxes!r}")
+    return boxes
+
+
+def shared_layout(plan: TMATile, boxes: tuple = (1, 1)) -> ComposedLayout:
+    """Logical coordinate -> element offset of the tile in shared memory (module doc).
+
+    ``boxes=(b0, b1)``: a tile of ``b0 x b1`` plan boxes (logical shape ``(b0 * shape[0],
+    b1 * shape[1])``), each stored whole in the plan's layout, one after another in row-major
+    box order. A box is a whole number of swizzle periods, so the swizzle applies across them;
+    an MN-major WGMMA operand wider than one swizzle row is such a tile.
+    """
+    b0, b1 = _check_boxes(plan, boxes)
     row = plan.inner
     stride = (row, 1) if plan.axis == 1 else (1, row)
-    return compose(hardware_swizzle(plan.swizzle, plan.elem_bytes), Layout(plan.shape, stride))
+    box = plan.outer * plan.inner
+    shape = tuple(e if b == 1 else (e, b) for e, b in zip(plan.shape, (b0, b1)))
+    strides = tuple(s if b == 1 else (s, box * step) for s, b, step in zip(stride, (b0, b1), (b1, 1)))
+    return compose(hardware_swizzle(plan.swizzle, plan.elem_bytes), Layout(shape, strides))
+
+
+def box_grid(plan: TMATile, shape: tuple) -> tuple:
+    """``(b0, b1)``: how many plan boxes tile a shared tile of logical ``shape``, or ValueError."""
+    if len(shape) != 2 or any(not isinstance(e, int) or e % p for e, p in zip(shape, plan.shape)):
+        raise ValueError(f"the tile shape {tuple(shape)} is not a whole number of {plan!r} boxes")
+    return (shape[0] // plan.shape[0], shape[1] // plan.shape[1])
 
 
 def tma_coordinates(plan: TMATile, origin: tuple) -> tuple:
@@ -259,20 +283,53 @@ _ops.register_op("nv.tma.wait", 0, 0, False)                    # attrs: n, read
 _ops.register_op("nv.tma.prefetch", 1, 0, False)
 
 
-def _tile_ptr(plan, tile, what):
+def _tile_boxes(ctx, plan, tile, what):
+    """``[(shared pointer, (d0, d1) logical offset)]``, one per plan box of ``tile``.
+
+    ``tile`` is a shared pointer/array (one box) or a whole SharedTile laid out as
+    ``shared_layout(plan, boxes)``; the boxes follow that layout's row-major box order.
+    """
+    from . import core as L
     from .tiles import Tile
 
+    grid = (1, 1)
     if isinstance(tile, Tile):
         if any(not (isinstance(o, int) and o == 0) for o in tile.origin) or tile.space != "shared":
             raise _LangError(f"{what}: the shared tile must be a whole tile (origin 0), not a window")
-        if tuple(tile.shape) != plan.shape:
-            raise _LangError(f"{what}: the shared tile's shape {tuple(tile.shape)} is not the plan's {plan.shape}")
+        try:
+            grid = box_grid(plan, tuple(tile.shape))
+        except ValueError:
+            raise _LangError(f"{what}: the shared tile's shape {tuple(tile.shape)} is not the plan's {plan.shape} "
+                             f"(or a whole number of its boxes)") from None
+        if tile.layout != shared_layout(plan, grid):
+            raise _LangError(f"{what}: the shared tile's layout {tile.layout!r} is not where TMA puts the plan's "
+                             f"boxes ({shared_layout(plan, grid)!r}); build it with shared_tile(plan, ptr, boxes=...)")
     ptr = getattr(tile, "ptr", tile)
     if not (isinstance(ptr, _Value) and isinstance(ptr.type, _PointerType) and ptr.type.space == "shared"):
         raise _LangError(f"{what}: the shared tile must be a *shared pointer or shared array, got {tile!r}")
     if ptr.type.elem.itemsize != plan.elem_bytes:
         raise _LangError(f"{what}: the shared tile holds {ptr.type.elem}, the plan {plan.dtype}")
-    return ptr
+    box = plan.outer * plan.inner
+    out = []
+    for i in range(grid[0]):
+        for j in range(grid[1]):
+            k = i * grid[1] + j
+            out.append((L.offset(ctx, ptr, k * box) if k else ptr, (i * plan.shape[0], j * plan.shape[1])))
+    return out
+
+
+def _shifted(ctx, origin, delta):
+    """``origin + delta`` per coordinate (ints stay ints; a batch coordinate is not shifted)."""
+    from . import core as L
+    from .core import to_value
+
+    def add(o, d):
+        if d == 0:
+            return o
+        if isinstance(o, int) and not isinstance(o, bool):
+            return o + d
+        return L.binary(ctx, "+", to_value(ctx, o, _T.i32), d)
+    return tuple(add(o, d) for o, d in zip(origin, delta + (0,) * (len(origin) - 2)))
 
 
 def _coords(ctx, plan, origin, what):
@@ -309,6 +366,8 @@ def _sm90(ctx, what):
 def tma_load_tile(plan, tmap, tile, origin, bar, multicast=None, *, _ctx):
     """One elected thread: copy the plan's tile at logical ``origin`` into ``tile``;
     completion adds ``transfer_bytes(plan)`` transactions to ``bar`` (arrive/expect are the caller's).
+    A tile of several boxes (``shared_tile(plan, ptr, boxes=...)``) is one copy per box, and
+    ``transfer_bytes(plan, boxes)`` transactions.
 
     ``multicast``: a 16-bit mask of CTAs in the cluster (launch with ``cluster=``); the tile lands
     at the same shared offset in each of them and completes on each one's ``bar`` at the same
@@ -317,25 +376,30 @@ def tma_load_tile(plan, tmap, tile, origin, bar, multicast=None, *, _ctx):
     from .core import to_value
     from .mbarrier import _bar
 
-    coords = _coords(_ctx, plan, origin, "tma_load_tile")
-    ops = [_tmap(_ctx, tmap, "tma_load_tile"), _tile_ptr(plan, tile, "tma_load_tile"), *coords,
-           _bar(bar, "tma_load_tile")]
-    attrs = {"rank": len(coords)}
+    what = "tma_load_tile"
+    _coords(_ctx, plan, origin, what)          # checks the origin before any op is emitted
+    address, barrier = _tmap(_ctx, tmap, what), _bar(bar, what)
+    extra, attrs = [], {"rank": len(origin)}
     if multicast is not None:
         if isinstance(multicast, int) and not 0 < multicast < 1 << 16:
-            raise _LangError(f"tma_load_tile: the multicast mask is a non-empty 16-bit CTA mask, got {multicast}")
-        ops.append(to_value(_ctx, multicast, _T.u16))
-        attrs["multicast"] = True
-    _ctx.builder.create("nv.tma.load", ops, [], attrs)
+            raise _LangError(f"{what}: the multicast mask is a non-empty 16-bit CTA mask, got {multicast}")
+        extra, attrs["multicast"] = [to_value(_ctx, multicast, _T.u16)], True
+    for ptr, delta in _tile_boxes(_ctx, plan, tile, what):
+        coords = _coords(_ctx, plan, _shifted(_ctx, origin, delta), what)
+        _ctx.builder.create("nv.tma.load", [address, ptr, *coords, barrier, *extra], [], dict(attrs))
 
 
 @_builtin
 def tma_store_tile(plan, tmap, tile, origin, *, _ctx):
-    """One elected thread: copy ``tile`` to the plan's tile at logical ``origin`` (a bulk group)."""
+    """One elected thread: copy ``tile`` to the plan's tile at logical ``origin`` (a bulk group;
+    one copy per box of a several-box tile)."""
     _sm90(_ctx, "tma_store_tile")
-    coords = _coords(_ctx, plan, origin, "tma_store_tile")
-    ops = [_tmap(_ctx, tmap, "tma_store_tile"), _tile_ptr(plan, tile, "tma_store_tile"), *coords]
-    _ctx.builder.create("nv.tma.store", ops, [], {"rank": len(coords)})
+    what = "tma_store_tile"
+    _coords(_ctx, plan, origin, what)
+    address = _tmap(_ctx, tmap, what)
+    for ptr, delta in _tile_boxes(_ctx, plan, tile, what):
+        coords = _coords(_ctx, plan, _shifted(_ctx, origin, delta), what)
+        _ctx.builder.create("nv.tma.store", [address, ptr, *coords], [], {"rank": len(coords)})
 
 
 @_builtin
@@ -414,11 +478,13 @@ def _plan_of(x, what):
 
 
 @_builtin
-def shared_tile(plan, ptr, *, _ctx):
-    """A SharedTile over ``ptr`` (a shared array or pointer) with ``shared_layout(plan)``.
+def shared_tile(plan, ptr, boxes=(1, 1), *, _ctx):
+    """A SharedTile over ``ptr`` (a shared array or pointer) with ``shared_layout(plan, boxes)``.
 
     ``plan`` may be a TMATile or a TMA binding. The allocation must start the swizzle
     pattern: align it to ``swizzle_period_bytes(plan)`` (1024 bytes for 128-byte rows).
+    ``boxes=(b0, b1)`` makes a tile of several plan boxes (``tma_load``/``tma_store`` move
+    each), e.g. an MN-major WGMMA operand 256 elements wide from 64-element TMA rows.
     """
     from .tiles import SharedTile
 
@@ -428,7 +494,11 @@ def shared_tile(plan, ptr, *, _ctx):
         raise _LangError(f"shared_tile: expected a shared array or *shared pointer, got {ptr!r}")
     if p.type.elem.itemsize != plan.elem_bytes:
         raise _LangError(f"shared_tile: the pointer holds {p.type.elem}, the plan {plan.dtype}")
-    return SharedTile(p, shared_layout(plan), swizzle_period_bytes(plan), _ctx=_ctx)
+    try:
+        layout = shared_layout(plan, tuple(boxes))
+    except ValueError as e:
+        raise _LangError(f"shared_tile: {e}") from None
+    return SharedTile(p, layout, swizzle_period_bytes(plan), _ctx=_ctx)
 
 
 @_builtin

@@ -428,13 +428,32 @@ def a_register_ownership(plan: WGMMA64) -> Ownership:
     return Ownership((64, plan.k), tv, f"wgmma_a(64x{plan.k})")
 
 
-def _flat_ints(x) -> bool:
-    return isinstance(x, tuple) and all(isinstance(v, int) and not isinstance(v, bool) for v in x)
+def _leading(shape, stride, e: int):
+    """``(shape, stride)`` of the first ``e`` coordinates of one static layout mode (colexicographic),
+    or None when they do not form a sub-layout (``e`` must be a multiple of the leading extents)."""
+    from ..layouts.inttuple import flatten
+
+    shapes, strides = (flatten(shape), flatten(stride)) if isinstance(shape, tuple) else ((shape,), (stride,))
+    out_s, out_d = [], []
+    for s, d in zip(shapes, strides):
+        if e <= s:
+            out_s.append(e)
+            out_d.append(d)
+            break
+        if e % s:
+            return None
+        out_s.append(s)
+        out_d.append(d)
+        e //= s
+    else:
+        return None
+    return (out_s[0], out_d[0]) if len(out_s) == 1 else (tuple(out_s), tuple(out_d))
 
 
 def _operand_encoding(plan: WGMMA64, role, layout, what: str):
     """(structure, major, linear layout, per-instruction element offsets) of a canonical tile layout."""
     from ..layouts import ComposedLayout, Layout, swizzled_structure
+    from ..layouts.inttuple import product
 
     if isinstance(layout, ComposedLayout):
         sw, lin = layout.swizzle, layout.layout
@@ -442,16 +461,20 @@ def _operand_encoding(plan: WGMMA64, role, layout, what: str):
         sw, lin = None, layout
     else:
         raise LangError(f"{what}: the tile's layout {layout!r} is not a canonical TMA shared layout")
-    if not (lin.is_static and _flat_ints(lin.shape) and _flat_ints(lin.stride) and len(lin.shape) == 2):
+    if not (lin.is_static and lin.rank == 2):
         raise LangError(f"{what}: the tile's layout {layout!r} is not a canonical TMA shared layout "
-                        f"(a static 2-D (mn, k) layout with flat modes, e.g. shared_layout(TMATile(...)))")
+                        f"(a static 2-D (mn, k) layout, e.g. shared_layout(TMATile(...)))")
+    extents = tuple(product(m) for m in lin.shape)
     mn, k = operand_shape(plan, role)
-    if lin.shape[0] < mn or lin.shape[1] < k:
+    if extents[0] < mn or extents[1] < k:
         raise LangError(f"{what}: {role!r} of {plan!r} reads a ({mn}, {k}) tile; the shared tile is only "
-                        f"{tuple(lin.shape)}")
+                        f"{extents}")
 
     def sub(shape):
-        inner = Layout(shape, lin.stride)
+        modes = [_leading(s, d, e) for s, d, e in zip(lin.shape, lin.stride, shape)]
+        if None in modes:
+            raise LangError(f"{what}: the first {shape} elements of {layout!r} are not a sub-layout")
+        inner = Layout(tuple(m[0] for m in modes), tuple(m[1] for m in modes))
         return inner if sw is None else ComposedLayout(sw, inner)
 
     whole = sub((mn, k))
@@ -463,7 +486,7 @@ def _operand_encoding(plan: WGMMA64, role, layout, what: str):
         raise LangError(f"{what}: one K={plan.instr_k} instruction of {role!r} is not a canonical encoding")
     if plan.dtype.itemsize == 1 and st.major != "K":
         raise LangError(f"{what}: fp8 operands must be K-major, got {st.major}-major")
-    steps = tuple(i * plan.instr_k * lin.stride[1] for i in range(plan.instructions))
+    steps = tuple(lin((0, i * plan.instr_k)) for i in range(plan.instructions))
     return st, st.major, lin, steps
 
 
@@ -489,6 +512,12 @@ class WGMMAOperand:
 
     def __repr__(self):
         return f"WGMMAOperand({self.role!r}, {self.plan!r}, {self.structure})"
+
+
+def _layout_extent(lin, axis: int) -> int:
+    from ..layouts.inttuple import product
+
+    return product(lin.shape[axis])
 
 
 def _static_int(x):
@@ -535,22 +564,17 @@ def wgmma_operand(plan, role, tile, origin=(0, 0), *, _ctx):
         if v is not None and v % rule:
             name = "K" if axis == 1 else "non-K (mn)"
             raise LangError(f"{what}: the {name} origin {v} must be a multiple of {rule}")
-        if v is not None and not 0 <= v <= lin.shape[axis] - operand_shape(plan, role)[axis]:
-            raise LangError(f"{what}: the operand at origin {total} leaves the tile {tuple(lin.shape)}")
+        extent = _layout_extent(lin, axis)
+        if v is not None and not 0 <= v <= extent - operand_shape(plan, role)[axis]:
+            raise LangError(f"{what}: the operand at origin {total} leaves the tile {_layout_extent(lin, 0), _layout_extent(lin, 1)}")
     # the unswizzled offset: under the origin rules the swizzle does not move the origin element,
     # and the hardware applies the swizzle to the addresses it forms from the descriptor
-    off = None
-    for o, s in zip(total, lin.stride):
-        if _static_int(o) == 0:
-            continue
-        term = wrap(_ctx, _coord_value(_ctx, o, T.i32), T.i32) * s
-        off = term if off is None else off + term
     from . import core as L
     from .indexing import unwrap
 
     ptr = tile.ptr
-    if off is not None:
-        off = unwrap(off)
+    if any(_static_int(o) != 0 for o in total):
+        off = unwrap(lin(tuple(wrap(_ctx, _coord_value(_ctx, o, T.i32), T.i32) for o in total)))
         if not (isinstance(off, int) and off == 0):
             ptr = L.offset(_ctx, ptr, off)
     addr = _ctx.builder.value("nv.shared_address", [ptr], T.u32)
