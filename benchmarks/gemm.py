@@ -6,7 +6,8 @@
 A shape is ``n`` (n x n x n) or ``MxNxK``. A layout names A's and B's storage: ``r`` row-major,
 ``c`` column-major (a transposed view; no copy). Each result is first checked against a float64
 product (relative error < 1e-2), then timed with CUDA events (median of repeats, after warm-up,
-each repeat a few back-to-back calls) and reported as TFLOP/s and ratios to cuBLAS and Triton.
+each repeat a few back-to-back calls queued behind a GPU sleep, so host launch costs are not
+counted) and reported as TFLOP/s and ratios to cuBLAS and Triton.
 ``--kernel hopper`` runs examples/hopper_gemm.py (sm_90a: TMA + WGMMA, warp-specialised,
 persistent), which takes all four layouts; the warp-MMA GEMM takes ``rr`` only.
 A Triton column is added when triton imports (a plain tiled ``tl.dot`` kernel written here,
@@ -22,13 +23,21 @@ sys.path.insert(0, os.path.join(ROOT, "examples"))
 
 
 def bench(fn, torch, warmup=3, reps=15, inner=5):
-    """Median milliseconds of one call over ``reps`` timings of ``inner`` back-to-back calls."""
+    """Median GPU milliseconds of one call over ``reps`` timings of ``inner`` back-to-back calls.
+
+    Each timing starts behind a ~1 ms GPU sleep, so the host has queued the calls before the
+    start event fires: this measures the kernels, not the host's launch path (which
+    benchmarks/jit_overhead.py measures). Every library timed here is treated the same way.
+    """
+    sleep = getattr(torch.cuda, "_sleep", None)
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
     times = []
     for _ in range(reps):
         s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        if sleep is not None:
+            sleep(2_000_000)
         s.record()
         for _ in range(inner):
             fn()
@@ -36,6 +45,19 @@ def bench(fn, torch, warmup=3, reps=15, inner=5):
         e.synchronize()
         times.append(s.elapsed_time(e) / inner)
     return sorted(times)[len(times) // 2]
+
+
+def host_microseconds(fn, torch, calls=50):
+    """Host time per call of the launch path (the GPU runs behind; the queue does not fill)."""
+    import time
+    fn()
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    t = (time.perf_counter() - t0) / calls * 1e6
+    torch.cuda.synchronize()
+    return t
 
 
 def parse_shape(text):
@@ -172,6 +194,9 @@ def main():
                 torch.cuda.synchronize()
                 check(ct, a, b, 1.0, torch)
                 t_triton = bench(lambda: triton_mm(ct, a, b), torch)
+            if not rows:
+                print(f"host launch path: tylo {host_microseconds(lambda: launch(c, a, b, M, N, K), torch):.1f} us, "
+                      f"torch.matmul {host_microseconds(lambda: torch.matmul(a, b), torch):.1f} us per call")
             rows.append((f"{M}x{N}x{K} {lay}", flops / t_tylo / 1e9, flops / t_cublas / 1e9,
                          flops / t_triton / 1e9 if t_triton else None, rel))
             print(f"  measured {rows[-1][0]}", file=sys.stderr, flush=True)
