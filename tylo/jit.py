@@ -102,6 +102,9 @@ def parse_signature(signature) -> list:
         if hasattr(p, "__tylo_signature__"):  # a by-value parameter described by its plan (a TMA tile)
             out.append((p.__tylo_signature__(), False))
             continue
+        if not isinstance(p, str):
+            raise ValueError(f"bad signature entry {p!r}: expected a type name, a tylo type or a plan "
+                             f"(TMATile, tma.batched(plan))")
         try:
             out.append((T.parse_type(p), p.strip().endswith(":16")))
         except ValueError as exc:
@@ -548,8 +551,8 @@ def _describe_spec(params, spec):
             continue
         name = s[0]
         t = _param_type(s)
-        if name == "blob":
-            texts.append(f"{s[1]}[{s[3]}B]")
+        if name == "blob":     # the static part (a TMA binding's plan and rank) shapes the code: in the key
+            texts.append(f"{s[1]}{s[2]!r}[{s[3]}B]")
             bindings.append((p.name, ("runtime", t, ())))
         elif name.startswith("*"):
             texts.append(name + (":16" if s[1] else ""))

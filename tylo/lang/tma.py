@@ -41,7 +41,7 @@ from ..layouts import ComposedLayout, Layout, Swizzle, compose
 
 __all__ = [
     "TMATile", "TMALoad", "transfer_bytes", "swizzle_bytes", "size", "shared_layout",
-    "swizzle_period_bytes", "tma_coordinates", "TMABinding", "prepare_tma", "box_grid",
+    "swizzle_period_bytes", "tma_coordinates", "TMABinding", "prepare_tma", "box_grid", "batched",
 ]
 
 SWIZZLES = (128, 64, 32)
@@ -104,6 +104,16 @@ class TMATile:
 
     def __repr__(self) -> str:
         return f"TMATile({self.dtype}, {self.shape}, axis={self.axis}, swizzle={self.swizzle})"
+
+
+@dataclass(frozen=True)
+class batched:
+    """``batched(plan)`` in ``kernel.compile(signature=[...])`` stands for a 3-D (batched) binding."""
+
+    plan: TMATile
+
+    def __tylo_signature__(self):
+        return ("blob", "tma", (self.plan, 3), 128)
 
 
 def TMALoad(dtype, shape, axis: int = 1) -> TMATile:
@@ -346,10 +356,13 @@ def _coords(ctx, plan, origin, what):
     return [to_value(ctx, c, _T.i32) for c in tma_coordinates(plan, origin)]
 
 
-def _tmap(ctx, tmap, what):
+def _tmap(ctx, tmap, what, origin=None):
     from .core import to_value
 
     if isinstance(tmap, TMAMap):
+        if origin is not None and len(origin) != tmap.rank:
+            raise _LangError(f"{what}: the binding is {tmap.rank}-D, so the origin has {tmap.rank} coordinates "
+                             f"({'(c0, c1, batch)' if tmap.rank == 3 else '(c0, c1)'}); got {len(origin)}")
         return tmap.address
 
     if isinstance(tmap, _Value) and tmap.type not in (_T.u64, _T.i64):
@@ -378,7 +391,7 @@ def tma_load_tile(plan, tmap, tile, origin, bar, multicast=None, *, _ctx):
 
     what = "tma_load_tile"
     _coords(_ctx, plan, origin, what)          # checks the origin before any op is emitted
-    address, barrier = _tmap(_ctx, tmap, what), _bar(bar, what)
+    address, barrier = _tmap(_ctx, tmap, what, origin), _bar(bar, what)
     extra, attrs = [], {"rank": len(origin)}
     if multicast is not None:
         if isinstance(multicast, int) and not 0 < multicast < 1 << 16:
@@ -396,7 +409,7 @@ def tma_store_tile(plan, tmap, tile, origin, *, _ctx):
     _sm90(_ctx, "tma_store_tile")
     what = "tma_store_tile"
     _coords(_ctx, plan, origin, what)
-    address = _tmap(_ctx, tmap, what)
+    address = _tmap(_ctx, tmap, what, origin)
     for ptr, delta in _tile_boxes(_ctx, plan, tile, what):
         coords = _coords(_ctx, plan, _shifted(_ctx, origin, delta), what)
         _ctx.builder.create("nv.tma.store", [address, ptr, *coords], [], {"rank": len(coords)})
