@@ -552,7 +552,9 @@ def abs(x, *, _ctx):  # noqa: A001 - mirrors Python's abs inside kernels
 
 @builtin
 def fma(a, b, c, *, _ctx):
-    """``a * b + c`` with one rounding (floats)."""
+    """``a * b + c`` with one rounding (floats); slot by slot on fragments."""
+    if any(_structured(v) for v in (a, b, c)):
+        return _slotwise(_ctx, fma, (a, b, c), "fma")
     if not any(isinstance(v, Value) for v in (a, b, c)):
         return a * b + c
     ab_t = None
@@ -576,15 +578,17 @@ def _minmax(ctx, op, a, b):
 
 @builtin
 def minimum(a, b, *, _ctx):
-    """Smaller of two scalars (for floats, NaN-propagation follows PTX min: the non-NaN operand)."""
-    if not isinstance(a, Value) and not isinstance(b, Value):
+    """Smaller of two values (for floats, NaN-propagation follows PTX min: the non-NaN operand);
+    slot by slot on fragments."""
+    if not any(isinstance(x, Value) or _structured(x) for x in (a, b)):
         return min(a, b)
     return _minmax(_ctx, "min", a, b)
 
 
 @builtin
 def maximum(a, b, *, _ctx):
-    if not isinstance(a, Value) and not isinstance(b, Value):
+    """Larger of two values; slot by slot on fragments."""
+    if not any(isinstance(x, Value) or _structured(x) for x in (a, b)):
         return max(a, b)
     return _minmax(_ctx, "max", a, b)
 
@@ -592,9 +596,8 @@ def maximum(a, b, *, _ctx):
 @builtin
 def where(cond, a, b, *, _ctx):
     """``a if cond else b`` evaluating both sides (a select, no branch); slot by slot on fragments."""
-    for x in (cond, a, b):
-        if _structured(x):
-            return _where_fragments(_ctx, cond, a, b, x)
+    if any(_structured(x) for x in (cond, a, b)):
+        return _slotwise(_ctx, where, (cond, a, b), "where")
     if not isinstance(cond, Value):
         return a if cond else b
     cond = to_bool(_ctx, cond)
@@ -610,11 +613,12 @@ def where(cond, a, b, *, _ctx):
     return _ctx.builder.value("arith.select", [cond, a, b], a.type)
 
 
-def _where_fragments(ctx, cond, a, b, like):
-    def slots(x):
-        return x._operand_values(ctx, x, "where") if x is like else like._operand_values(ctx, x, "where")
-
-    out = [where(c, x, y, _ctx=ctx) for c, x, y in zip(slots(cond), slots(a), slots(b))]
+def _slotwise(ctx, fn, args, what):
+    """``fn`` applied slot by slot: fragments give their slots, scalars are broadcast over them
+    (by the first fragment's rules), and the result is a fragment of the first one's ownership."""
+    like = next(x for x in args if _structured(x))
+    slots = [x._operand_values(ctx, x, what) if x is like else like._operand_values(ctx, x, what) for x in args]
+    out = [fn(*vals, _ctx=ctx) for vals in zip(*slots)]
     return type(like)(out[0].type, like.ownership, out)
 
 

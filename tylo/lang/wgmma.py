@@ -430,7 +430,8 @@ def a_register_ownership(plan: WGMMA64) -> Ownership:
 
 def _leading(shape, stride, e: int):
     """``(shape, stride)`` of the first ``e`` coordinates of one static layout mode (colexicographic),
-    or None when they do not form a sub-layout (``e`` must be a multiple of the leading extents)."""
+    rounded up to whole leading sub-modes (an MN-major operand 72 wide over 64-wide boxes reads two
+    boxes' pattern), or None when the mode is shorter."""
     from ..layouts.inttuple import flatten
 
     shapes, strides = (flatten(shape), flatten(stride)) if isinstance(shape, tuple) else ((shape,), (stride,))
@@ -440,11 +441,9 @@ def _leading(shape, stride, e: int):
             out_s.append(e)
             out_d.append(d)
             break
-        if e % s:
-            return None
         out_s.append(s)
         out_d.append(d)
-        e //= s
+        e = -(-e // s)
     else:
         return None
     return (out_s[0], out_d[0]) if len(out_s) == 1 else (tuple(out_s), tuple(out_d))

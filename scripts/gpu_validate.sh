@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# One GPU validation run (the H200 device machine): each named step writes $OUT/<step>.log and
+# prints its tail. Steps: info tests examples bench tune memcheck racecheck synccheck.
+#   bash scripts/gpu_validate.sh info tests examples bench
+set -o pipefail
+OUT=${OUT:-gpu-out}
+mkdir -p "$OUT"
+export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 PATH=$PATH:/usr/local/cuda/bin
+export TYLO_CACHE_DIR=${TYLO_CACHE_DIR:-/tmp/tylo-validate-cache}
+GPU_TESTS="tests/gpu tests/hopper tests/test_launch_errors.py"
+
+run_step() {
+  local name=$1; shift
+  echo "== $name: $*"
+  local t0=$SECONDS
+  "$@" > "$OUT/$name.log" 2>&1
+  local rc=$?
+  echo "-- $name: rc=$rc in $((SECONDS - t0)) s"
+  tail -n "${TAIL:-25}" "$OUT/$name.log"
+}
+
+sanitize() {   # compute-sanitizer --tool $1 over the GPU tests (pytest in one process)
+  compute-sanitizer --tool "$1" --error-exitcode 99 --print-limit 20 \
+    python -m pytest $GPU_TESTS -m gpu -q -p no:cacheprovider -x ${SANITIZE_K:+-k "$SANITIZE_K"}
+}
+
+for step in "$@"; do
+  case $step in
+    info) run_step info bash -c 'git log --oneline -1; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv; which ptxas && ptxas --version | tail -1; python -c "import torch, triton; print(torch.__version__, triton.__version__)"' ;;
+    tests) run_step tests python -m pytest tests -m gpu -q -p no:cacheprovider -rs ;;
+    examples) run_step examples python examples/run_examples.py ;;
+    bench) run_step bench python benchmarks/gemm.py --kernel hopper --layouts rr \
+             --shapes 4096,8192,8192x8192x1024,16384x4096x4096,4096x16384x2048,1024x8192x16384,12288x12288x3072 \
+             --plot "$OUT/gemm_hopper.png" ;;
+    bench-layouts) run_step bench-layouts python benchmarks/gemm.py --kernel hopper --layouts rr,rc,cr,cc --shapes 4096 \
+             --plot "$OUT/gemm_layouts.png" ;;
+    bench-warp) run_step bench-warp python benchmarks/gemm.py --kernel warp-mma --shapes 4096,8192 --plot "$OUT/gemm_warp.png" ;;
+    tune) run_step tune python benchmarks/tune_hopper_gemm.py ;;
+    memcheck|racecheck|synccheck) run_step "$step" sanitize "$step" ;;
+    *) echo "unknown step $step"; exit 2 ;;
+  esac
+done
