@@ -27,7 +27,7 @@ sanitize() {   # compute-sanitizer --tool $1 over the GPU tests (pytest in one p
 for step in "$@"; do
   case $step in
     info) run_step info bash -c 'git log --oneline -1; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv; which ptxas && ptxas --version | tail -1; python -c "import torch, triton; print(torch.__version__, triton.__version__)"' ;;
-    tests) run_step tests python -m pytest tests -m gpu -q -p no:cacheprovider -rs ;;
+    tests) run_step tests python -m pytest tests -m gpu -q -p no:cacheprovider -rfEs ${TESTS_K:+-k "$TESTS_K"} ;;
     examples) run_step examples python examples/run_examples.py ;;
     bench) run_step bench python benchmarks/gemm.py --kernel hopper --layouts rr \
              --shapes 4096,8192,8192x8192x1024,16384x4096x4096,4096x16384x2048,1024x8192x16384,12288x12288x3072 \
@@ -36,6 +36,7 @@ for step in "$@"; do
              --plot "$OUT/gemm_layouts.png" ;;
     bench-warp) run_step bench-warp python benchmarks/gemm.py --kernel warp-mma --shapes 4096,8192 --plot "$OUT/gemm_warp.png" ;;
     tune) run_step tune python benchmarks/tune_hopper_gemm.py ;;
+    probe-negative) run_step probe-negative python scripts/probe_tma_negative.py ;;
     memcheck|racecheck|synccheck) run_step "$step" sanitize "$step" ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac

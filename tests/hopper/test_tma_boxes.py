@@ -118,3 +118,16 @@ def test_four_box_tile_round_trip_and_mn_major_wgmma_on_the_gpu():
     want = np.full((K_ROWS, N_COLS), poison, ml_dtypes.bfloat16)
     want[8:72, N0:N0 + 256] = src[8:72, N0:N0 + 256]
     np.testing.assert_array_equal(dst.to_host().view(np.uint16), want.view(np.uint16))
+
+
+@tylo.jit
+def negative_store(dst, R0: tylo.constexpr):
+    s = tylo.shared_array(tylo.bf16, (64 * 64,), align=1024)
+    tma.tma_store(dst, tma.shared_tile(dst, s), (R0, 0))
+
+
+def test_a_compile_time_negative_store_origin_is_an_error():
+    plan = TMATile(bf16, (64, 64))
+    negative_store.compile(signature=[plan], constexprs={"R0": 0}, arch="sm_90a", block=128)
+    with pytest.raises(tylo.CompileError, match="negative; TMA stores at negative coordinates fault"):
+        negative_store.compile(signature=[plan], constexprs={"R0": -8}, arch="sm_90a", block=128)

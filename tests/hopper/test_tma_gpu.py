@@ -258,12 +258,22 @@ def run_stores(binding, shared_vals, origins, per_cta):
     return org, vals
 
 
+def store_bounds(binding):
+    """Where TMA stores stop: the bounds, except that along the inner axis the hardware writes whole
+    16-byte chunks, so an inner bound inside a chunk is rounded up to the chunk's end (seen on the
+    H200; docs/hopper.md). The tests keep that end inside the array."""
+    plan, b = binding.plan, list(binding.bounds)
+    chunk = 16 // plan.elem_bytes
+    b[plan.axis] = -(-b[plan.axis] // chunk) * chunk
+    return tuple(b)
+
+
 def expected_after_stores(binding, poisoned, logical_vals, origins):
     """The poisoned array with each box's in-bounds elements replaced; asserts boxes do not overlap."""
     want = poisoned.copy()
     written = np.zeros(poisoned.shape, dtype=bool)
     for j, o in enumerate(origins):
-        inb, idx = _footprint(binding.plan, o, binding.bounds)
+        inb, idx = _footprint(binding.plan, o, store_bounds(binding))
         assert not written[idx].any(), f"test bug: the stores at {o} overlap an earlier one"
         written[idx] = True
         want[idx] = logical_vals[j][inb]
@@ -546,9 +556,10 @@ def test_tma_store_clips_at_bounds(plan, rank):
     want, written = expected_after_stores(binding, poisoned, logical, origins)
     got = y.to_host()
     check_array(got, want, f"{plan} stores with bounds {bounds}")
-    # the padding is untouched even where the boxes covered it
+    # the padding is untouched even where the boxes covered it, past the 16-byte chunk holding the
+    # column bound (the hardware writes whole chunks: store_bounds)
     padded = np.ones(shape, dtype=bool)
-    padded[..., :rb, :cb] = False
+    padded[..., :rb, :-(-cb // w16) * w16] = False
     if rank == 3:
         padded[BATCH - 1] = True
     assert not written[padded].any()
@@ -561,8 +572,9 @@ def test_tma_store_clips_at_bounds(plan, rank):
 @pytest.mark.gpu
 @pytest.mark.parametrize("plan", FEW_PLANS, ids=repr)
 def test_tma_negative_origins(plan):
-    """Boxes that start before coordinate 0 (TMA coordinates are signed): loads zero-fill the part
-    before the array, stores drop it."""
+    """Loads of boxes that start before coordinate 0 (TMA coordinates are signed) zero-fill the part
+    before the array. (Stores at negative coordinates fault with an illegal instruction on the H200:
+    scripts/probe_tma_negative.py; docs/hopper.md.)"""
     _sm90()
     import tylo.runtime as rt
     rng = np.random.default_rng(700 + FEW_PLANS.index(plan))
@@ -572,17 +584,6 @@ def test_tma_negative_origins(plan):
     binding = tma.prepare_tma(plan, rt.to_device(host))
     origins = [_logical(plan, a, b) for a, b in [(-3, 0), (0, -w16), (-5, -w16), (-O, 0), (0, -W), (O, W)]]
     check_loads(binding, host, origins, run_loads(binding, origins, per_cta=2))
-
-    poisoned = _poisoned(plan, (R, C))
-    y = rt.to_device(poisoned)
-    out = tma.prepare_tma(plan, y)
-    origins = [_logical(plan, a, b) for a, b in [(-3, 0), (O, -w16), (-O, W), (2 * O, -W), (-5, W + w16),
-                                                 (2 * O, W)]]
-    logical, shared = store_values(rng, plan, len(origins))
-    keep = run_stores(out, shared, origins, per_cta=2)
-    want, _ = expected_after_stores(out, poisoned, logical, origins)
-    check_array(y.to_host(), want, f"{plan} stores at negative origins")
-    del keep
 
 
 # -- GPU: repeated launches and descriptor reuse --------------------------------------------------------------

@@ -405,10 +405,15 @@ def tma_load_tile(plan, tmap, tile, origin, bar, multicast=None, *, _ctx):
 @_builtin
 def tma_store_tile(plan, tmap, tile, origin, *, _ctx):
     """One elected thread: copy ``tile`` to the plan's tile at logical ``origin`` (a bulk group;
-    one copy per box of a several-box tile)."""
+    one copy per box of a several-box tile). Elements past the bounds are dropped, but along the
+    inner axis the hardware writes whole 16-byte chunks; origins must not be negative (a
+    compile-time negative origin is an error; a runtime one faults on the H200)."""
     _sm90(_ctx, "tma_store_tile")
     what = "tma_store_tile"
     _coords(_ctx, plan, origin, what)
+    if any(isinstance(o, int) and not isinstance(o, bool) and o < 0 for o in origin):
+        raise _LangError(f"{what}: the origin {origin} is negative; TMA stores at negative coordinates fault "
+                         f"(illegal instruction on the H200), unlike loads, which zero-fill")
     address = _tmap(_ctx, tmap, what, origin)
     for ptr, delta in _tile_boxes(_ctx, plan, tile, what):
         coords = _coords(_ctx, plan, _shifted(_ctx, origin, delta), what)
