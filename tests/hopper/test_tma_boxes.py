@@ -51,7 +51,10 @@ def boxes_kernel(out, src, dst, N0: tylo.constexpr):
     tile = tma.shared_tile(src, s, (1, 4))
     if tylo.thread_idx.x == 0:
         mb.mbarrier_init(bars.ptr, 1)
+        mb.fence_mbarrier_init()
         mb.fence_view_async_shared()
+    mb.named_barrier_sync(0, 128)         # every thread waits on the barrier only after its init
+    if tylo.thread_idx.x == 0:
         mb.mbarrier_arrive_expect_tx(bars.ptr, tma.transfer_bytes(src.plan, (1, 4)))
         tma.tma_load(tile, src, (8, N0), bars.ptr)
     mb.mbarrier_wait(bars.ptr, 0)
