@@ -7,7 +7,8 @@ A shape is ``n`` (n x n x n) or ``MxNxK``. A layout names A's and B's storage: `
 ``c`` column-major (a transposed view; no copy). Each result is first checked against a float64
 product (relative error < 1e-2), then timed with CUDA events (median of repeats, after warm-up,
 each repeat a few back-to-back calls queued behind a GPU sleep, so host launch costs are not
-counted) and reported as TFLOP/s and ratios to cuBLAS and Triton.
+counted; the libraries take turns over three rounds) and reported as TFLOP/s and ratios to cuBLAS
+and Triton.
 ``--kernel hopper`` runs examples/hopper_gemm.py (sm_90a: TMA + WGMMA, warp-specialised,
 persistent), which takes all four layouts; the warp-MMA GEMM takes ``rr`` only.
 A Triton column is added when triton imports (a plain tiled ``tl.dot`` kernel written here,
@@ -45,6 +46,16 @@ def bench(fn, torch, warmup=3, reps=15, inner=5):
         e.synchronize()
         times.append(s.elapsed_time(e) / inner)
     return sorted(times)[len(times) // 2]
+
+
+def interleaved(fns, torch, rounds=3):
+    """Median time of each function over ``rounds`` rounds that take them in turn, so clock and power
+    drift (a GPU slows down after heavy work) is shared rather than charged to whoever runs last."""
+    times = {name: [] for name in fns}
+    for _ in range(rounds):
+        for name, fn in fns.items():
+            times[name].append(bench(fn, torch, reps=7))
+    return {name: sorted(ts)[len(ts) // 2] for name, ts in times.items()}
 
 
 def host_microseconds(fn, torch, calls=50):
@@ -184,16 +195,16 @@ def main():
             launch(c, a, b, M, N, K)
             torch.cuda.synchronize()
             rel = check(c, a, b, 1.0, torch)
-            t_tylo = bench(lambda: launch(c, a, b, M, N, K), torch)
-            t_cublas = bench(lambda: torch.matmul(a, b), torch)
-            flops = 2.0 * M * N * K
-            t_triton = None
+            fns = {"tylo": lambda: launch(c, a, b, M, N, K), "cublas": lambda: torch.matmul(a, b)}
             if triton_mm is not None:
                 ct = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
                 triton_mm(ct, a, b)
                 torch.cuda.synchronize()
                 check(ct, a, b, 1.0, torch)
-                t_triton = bench(lambda: triton_mm(ct, a, b), torch)
+                fns["triton"] = lambda: triton_mm(ct, a, b)
+            t = interleaved(fns, torch)
+            t_tylo, t_cublas, t_triton = t["tylo"], t["cublas"], t.get("triton")
+            flops = 2.0 * M * N * K
             if not rows:
                 print(f"host launch path: tylo {host_microseconds(lambda: launch(c, a, b, M, N, K), torch):.1f} us, "
                       f"torch.matmul {host_microseconds(lambda: torch.matmul(a, b), torch):.1f} us per call")

@@ -35,7 +35,7 @@ for step in "$@"; do
     bench-layouts) run_step bench-layouts python benchmarks/gemm.py --kernel hopper --layouts rr,rc,cr,cc --shapes 4096 \
              --plot "$OUT/gemm_layouts.png" ;;
     bench-warp) run_step bench-warp python benchmarks/gemm.py --kernel warp-mma --shapes 4096,8192 --plot "$OUT/gemm_warp.png" ;;
-    tune) run_step tune python benchmarks/tune_hopper_gemm.py ;;
+    tune) run_step tune python benchmarks/tune_hopper_gemm.py --shapes ${TUNE_SHAPES:-4096} ;;
     probe-negative) run_step probe-negative python scripts/probe_tma_negative.py ;;
     memcheck|racecheck|synccheck) run_step "$step" sanitize "$step" ;;
     *) echo "unknown step $step"; exit 2 ;;
