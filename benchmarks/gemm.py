@@ -134,7 +134,7 @@ def make_triton():
     return run
 
 
-def plot(rows, kernel, path, with_triton):
+def plot(rows, kernel, path, with_triton, dtype="bf16"):
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -148,11 +148,11 @@ def plot(rows, kernel, path, with_triton):
     ax.plot(xs, [r[1] for r in rows], "o-", label=f"tylo {kernel}")
     ax.plot(xs, [r[2] for r in rows], "s-", label="cuBLAS (torch.matmul)")
     if with_triton:
-        ax.plot(xs, [r[3] for r in rows], "^-", label="Triton")
+        ax.plot(xs, [r[3] if r[3] else float("nan") for r in rows], "^-", label="Triton")
     ax.set_xticks(list(xs))
     ax.set_xticklabels(labels, rotation=20)
     ax.set_ylabel("TFLOP/s")
-    ax.set_title("bf16 GEMM, fp32 accumulation")
+    ax.set_title(f"{'fp8 e4m3' if dtype == 'fp8' else 'bf16'} GEMM, fp32 accumulation, bf16 out")
     ax.legend()
     ax.grid(alpha=0.3)
     fig.tight_layout()
@@ -165,6 +165,8 @@ def main():
     ap.add_argument("--kernel", default="warp-mma", choices=["warp-mma", "hopper"])
     ap.add_argument("--shapes", "--sizes", default="4096,8192")
     ap.add_argument("--layouts", default="rr", help="comma-separated A/B storage pairs: rr, rc, cr, cc")
+    ap.add_argument("--dtype", default="bf16", choices=["bf16", "fp8"],
+                    help="fp8: e4m3 inputs (A row-major, B column-major), bf16 out, against torch._scaled_mm")
     ap.add_argument("--plot", default=None, help="PNG path (default: gemm_<kernel>.png when matplotlib imports)")
     args = ap.parse_args()
     layouts = args.layouts.split(",")
@@ -172,6 +174,9 @@ def main():
         raise SystemExit(f"gemm.py: layouts are pairs of r/c, got {args.layouts!r}")
     import torch
 
+    fp8 = args.dtype == "fp8"
+    if fp8 and (args.kernel != "hopper" or layouts != ["rc"]):
+        raise SystemExit("gemm.py: --dtype fp8 runs --kernel hopper with --layouts rc (fp8 WGMMA reads K-major operands)")
     if args.kernel == "hopper":
         import hopper_gemm
 
@@ -185,29 +190,44 @@ def main():
         def launch(c, a, b, M, N, K):
             warp_gemm.launch(c, a, b, M, N, K, 1.0)
     triton_mm = make_triton()
+    if fp8:
+        one = torch.ones((), device="cuda")
+
+        def reference(a, b):      # cuBLAS's fp8 GEMM, bf16 out
+            return torch._scaled_mm(a, b, scale_a=one, scale_b=one, out_dtype=torch.bfloat16)
+    else:
+        def reference(a, b):
+            return torch.matmul(a, b)
 
     rows = []
     for M, N, K in [parse_shape(t) for t in args.shapes.split(",")]:
         for lay in layouts:
             a = operand(torch, M, K, lay[0])
             b = operand(torch, K, N, lay[1])
+            if fp8:                   # the same values in e4m3, keeping each operand's storage order
+                a = a.to(torch.float8_e4m3fn)
+                b = b.T.contiguous().to(torch.float8_e4m3fn).T
             c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
             launch(c, a, b, M, N, K)
             torch.cuda.synchronize()
             rel = check(c, a, b, 1.0, torch)
-            fns = {"tylo": lambda: launch(c, a, b, M, N, K), "cublas": lambda: torch.matmul(a, b)}
+            check(reference(a, b), a, b, 1.0, torch)
+            fns = {"tylo": lambda: launch(c, a, b, M, N, K), "cublas": lambda: reference(a, b)}
             if triton_mm is not None:
                 ct = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
-                triton_mm(ct, a, b)
-                torch.cuda.synchronize()
-                check(ct, a, b, 1.0, torch)
-                fns["triton"] = lambda: triton_mm(ct, a, b)
+                try:
+                    triton_mm(ct, a, b)
+                    torch.cuda.synchronize()
+                    check(ct, a, b, 1.0, torch)
+                    fns["triton"] = lambda: triton_mm(ct, a, b)
+                except Exception as e:             # e.g. a Triton build without this fp8 path
+                    print(f"  (Triton skipped for {M}x{N}x{K}: {type(e).__name__}: {str(e)[:80]})", file=sys.stderr)
             t = interleaved(fns, torch)
             t_tylo, t_cublas, t_triton = t["tylo"], t["cublas"], t.get("triton")
             flops = 2.0 * M * N * K
             if not rows:
                 print(f"host launch path: tylo {host_microseconds(lambda: launch(c, a, b, M, N, K), torch):.1f} us, "
-                      f"torch.matmul {host_microseconds(lambda: torch.matmul(a, b), torch):.1f} us per call")
+                      f"cuBLAS through torch {host_microseconds(lambda: reference(a, b), torch):.1f} us per call")
             rows.append((f"{M}x{N}x{K} {lay}", flops / t_tylo / 1e9, flops / t_cublas / 1e9,
                          flops / t_triton / 1e9 if t_triton else None, rel))
             print(f"  measured {rows[-1][0]}", file=sys.stderr, flush=True)
@@ -218,11 +238,11 @@ def main():
     for shape, tt, tc, tr, rel in rows:
         line = f"{shape:<24} {tt:>24.1f} {tc:>15.1f} {tt / tc:>7.3f}"
         if triton_mm is not None:
-            line += f" {tr:>15.1f} {tt / tr:>10.3f}"
+            line += f" {tr:>15.1f} {tt / tr:>10.3f}" if tr else f" {'-':>15} {'-':>10}"
         print(line + f" {rel:>9.1e}")
     if triton_mm is None:
         print("(triton not importable: no Triton column)")
-    plot(rows, args.kernel, args.plot or f"gemm_{args.kernel}.png", triton_mm is not None)
+    plot(rows, args.kernel, args.plot or f"gemm_{args.kernel}.png", any(r[3] for r in rows), args.dtype)
 
 
 if __name__ == "__main__":

@@ -29,15 +29,36 @@ import tylo.lang.tma as tma
 import tylo.lang.wgmma as wg
 from tylo.lang.mma import zero_accumulator
 
-BM, BN, BK = 128, 256, 64
+BM, BN = 128, 256
 THREADS = 384                    # producer warpgroup + two consumer warpgroups
-A_TILE = tma.TMATile(tylo.bf16, (BM, BK))        # K-major A: (m, k), 16 KB, 128B swizzle
-B_TILE = tma.TMATile(tylo.bf16, (BN, BK))        # K-major B: (n, k) of B^T, 32 KB
-MN_TILE = tma.TMATile(tylo.bf16, (BK, 64))       # MN-major A or B: (k, mn) boxes, 8 KB each
-C_TILE = tma.TMATile(tylo.bf16, (64, 64))        # epilogue staging / TMA store box, 8 KB
-PLAN = wg.WGMMA64(tylo.bf16, n=BN, k=BK)         # one consumer: 64 x 256 x 64 per K step
-STAGE_BYTES = tma.transfer_bytes(A_TILE) + tma.transfer_bytes(B_TILE)   # the same for MN-major boxes
 PRODUCER_REGS, CONSUMER_REGS = 40, 232           # 128 * 40 + 256 * 232 <= 65536
+
+
+def k_step(dtype):
+    """BK: one 128-byte swizzle row of the input type (64 bf16, 128 fp8)."""
+    return 128 // dtype.itemsize
+
+
+def wgmma_plan(dtype):
+    """One consumer's WGMMA group: 64 x 256 x K with K = BK, at most 64 (two groups per fp8 K step)."""
+    return wg.WGMMA64(dtype, n=BN, k=min(k_step(dtype), 64))
+
+
+def a_tile(dtype):
+    return tma.TMATile(dtype, (BM, k_step(dtype)))          # K-major A: (m, k), 16 KB, 128B swizzle
+
+
+def b_tile(dtype):
+    return tma.TMATile(dtype, (BN, k_step(dtype)))          # K-major B: (n, k) of B^T, 32 KB
+
+
+def mn_tile(dtype):
+    return tma.TMATile(dtype, (k_step(dtype), 64))          # MN-major A or B: (k, mn) boxes of 8 KB
+
+
+A_TILE, B_TILE, MN_TILE = a_tile(tylo.bf16), b_tile(tylo.bf16), mn_tile(tylo.bf16)
+C_TILE = tma.TMATile(tylo.bf16, (64, 64))        # epilogue staging / TMA store box, 8 KB
+STAGE_BYTES = (BM + BN) * 128                    # A and B of one K step, for either input type
 
 
 @tylo.func
@@ -70,20 +91,37 @@ def load_stage(tmap, ptr, mn0, k0, bar, EXTENT: tylo.constexpr, MN: tylo.constex
 
 
 @tylo.func
-def operand(role, tmap, ptr, mn0, EXTENT: tylo.constexpr, MN: tylo.constexpr):
-    """The WGMMA operand at row mn0 of a ring stage, viewed as (mn, k) (the transpose when MN-major)."""
+def operand(PLAN: tylo.constexpr, role, tmap, ptr, mn0, K0: tylo.constexpr, EXTENT: tylo.constexpr,
+            MN: tylo.constexpr):
+    """The WGMMA operand at (mn0, K0) of a ring stage, viewed as (mn, k) (the transpose when MN-major)."""
     if MN:
-        return wg.wgmma_operand(PLAN, role, tylo.permutedims(stage_tile(tmap, ptr, EXTENT, MN), (1, 0)), (mn0, 0))
-    return wg.wgmma_operand(PLAN, role, stage_tile(tmap, ptr, EXTENT, MN), (mn0, 0))
+        return wg.wgmma_operand(PLAN, role, tylo.permutedims(stage_tile(tmap, ptr, EXTENT, MN), (1, 0)), (mn0, K0))
+    return wg.wgmma_operand(PLAN, role, stage_tile(tmap, ptr, EXTENT, MN), (mn0, K0))
+
+
+@tylo.func
+def mma_stage(PLAN: tylo.constexpr, a_map, b_map, pa, pb, m0, acc, A_MN: tylo.constexpr, B_MN: tylo.constexpr):
+    """The WGMMAs of one K step from a ring stage: BK / PLAN.k groups (one for bf16, two for fp8,
+    whose plans stop at K = 64 while the 128-byte TMA row holds 128)."""
+    for kk in tylo.static_range(k_step(PLAN.dtype) // PLAN.k):
+        a = operand(PLAN, wg.OperandA, a_map, pa, m0, kk * PLAN.k, BM, A_MN)
+        b = operand(PLAN, wg.OperandB, b_map, pb, 0, kk * PLAN.k, BN, B_MN)
+        acc = wg.mma_async(PLAN, a, b, acc)
+    return acc
 
 
 @tylo.jit
 def hopper_gemm(c_map, a_map, b_map, M, N, K, STAGES: tylo.constexpr = 4, GROUP_M: tylo.constexpr = 8,
-                C_BUFS: tylo.constexpr = 2, A_MN: tylo.constexpr = False, B_MN: tylo.constexpr = False):
+                C_BUFS: tylo.constexpr = 2, A_MN: tylo.constexpr = False, B_MN: tylo.constexpr = False,
+                DTYPE: tylo.constexpr = tylo.bf16):
     """C_BUFS: 64x64 bf16 staging tiles per consumer (4 covers a whole 64 x 256 row band).
-    A_MN / B_MN: the operand is MN-major (A column-major, B row-major), else K-major."""
-    sa = tylo.shared_array(tylo.bf16, (STAGES * BM * BK,), align=1024)
-    sb = tylo.shared_array(tylo.bf16, (STAGES * BN * BK,), align=1024)
+    A_MN / B_MN: the operand is MN-major (A column-major, B row-major), else K-major.
+    DTYPE: the input type, bf16 or fp8 (e4m3/e5m2: K-major only; C is bf16 either way)."""
+    PLAN = wgmma_plan(DTYPE)
+    BK = k_step(DTYPE)
+    GROUPS = BK // PLAN.k                    # WGMMA groups per K step
+    sa = tylo.shared_array(DTYPE, (STAGES * BM * BK,), align=1024)
+    sb = tylo.shared_array(DTYPE, (STAGES * BN * BK,), align=1024)
     sc = tylo.shared_array(tylo.bf16, (2 * C_BUFS * 64 * 64,), align=1024)
     bars = tylo.shared_array(tylo.u64, (2 * STAGES,), align=8)
     full = bars.ptr
@@ -127,18 +165,16 @@ def hopper_gemm(c_map, a_map, b_map, M, N, K, STAGES: tylo.constexpr = 4, GROUP_
             pm, pn = tile_coords(tile, num_m, num_n, GROUP_M)
             s = it % STAGES
             mb.mbarrier_wait(full + s, (it // STAGES) & 1)
-            a = operand(wg.OperandA, a_map, sa.ptr + s * (BM * BK), cons * 64, BM, A_MN)
-            b = operand(wg.OperandB, b_map, sb.ptr + s * (BN * BK), 0, BN, B_MN)
-            pending = wg.mma_async(PLAN, a, b, zero_accumulator(PLAN))
+            pending = mma_stage(PLAN, a_map, b_map, sa.ptr + s * (BM * BK), sb.ptr + s * (BN * BK), cons * 64,
+                                zero_accumulator(PLAN), A_MN, B_MN)
             prev = s
             it += 1
             for kt in range(1, ktiles):
                 s = it % STAGES
                 mb.mbarrier_wait(full + s, (it // STAGES) & 1)
-                a = operand(wg.OperandA, a_map, sa.ptr + s * (BM * BK), cons * 64, BM, A_MN)
-                b = operand(wg.OperandB, b_map, sb.ptr + s * (BN * BK), 0, BN, B_MN)
-                pending = wg.mma_async(PLAN, a, b, pending)
-                pending = wg.wait_mma(pending, 1)     # step kt-1 is complete: release its stage
+                pending = mma_stage(PLAN, a_map, b_map, sa.ptr + s * (BM * BK), sb.ptr + s * (BN * BK),
+                                    cons * 64, pending, A_MN, B_MN)
+                pending = wg.wait_mma(pending, GROUPS)   # step kt-1 is complete: release its stage
                 if lead:
                     mb.mbarrier_arrive(empty + prev)
                 prev = s
@@ -174,16 +210,19 @@ def hopper_gemm(c_map, a_map, b_map, M, N, K, STAGES: tylo.constexpr = 4, GROUP_
 AOT = [(hopper_gemm, [C_TILE, A_TILE, B_TILE, "i32", "i32", "i32"], {"STAGES": 4, "GROUP_M": 8, "C_BUFS": 2},
         THREADS),
        (hopper_gemm, [C_TILE, MN_TILE, MN_TILE, "i32", "i32", "i32"],
-        {"STAGES": 4, "GROUP_M": 8, "C_BUFS": 2, "A_MN": True, "B_MN": True}, THREADS)]
+        {"STAGES": 4, "GROUP_M": 8, "C_BUFS": 2, "A_MN": True, "B_MN": True}, THREADS),
+       (hopper_gemm, [C_TILE, a_tile(tylo.f8e4m3), b_tile(tylo.f8e4m3), "i32", "i32", "i32"],
+        {"STAGES": 4, "GROUP_M": 8, "C_BUFS": 2, "DTYPE": tylo.f8e4m3}, THREADS)]
 
 
-def spec(stages=4, group_m=8, c_bufs=2, a_mn=False, b_mn=False):
+def spec(stages=4, group_m=8, c_bufs=2, a_mn=False, b_mn=False, dtype=tylo.bf16):
     """The specialisation ``launch`` compiles, in ``JITFunction._compile``'s format (no GPU needed)."""
     blob = lambda plan: ("blob", "tma", (plan, 2), 128)  # noqa: E731
     i32 = ("i32", False, False)
-    return [blob(C_TILE), blob(MN_TILE if a_mn else A_TILE), blob(MN_TILE if b_mn else B_TILE), i32, i32, i32,
+    return [blob(C_TILE), blob(mn_tile(dtype) if a_mn else a_tile(dtype)),
+            blob(mn_tile(dtype) if b_mn else b_tile(dtype)), i32, i32, i32,
             ("constexpr", stages), ("constexpr", group_m), ("constexpr", c_bufs), ("constexpr", a_mn),
-            ("constexpr", b_mn)]
+            ("constexpr", b_mn), ("constexpr", dtype)]
 
 
 _BINDINGS = {}
@@ -210,6 +249,8 @@ def operand_storage(x, name, shape, k_axis):
     """
     from tylo.runtime import describe_array
     info = describe_array(x)
+    if info.dtype_name not in INPUT_TYPES:
+        raise ValueError(f"hopper_gemm: {name} holds {info.dtype_name}; the inputs are bf16, f8e4m3 or f8e5m2")
     if tuple(info.shape) != shape:
         raise ValueError(f"hopper_gemm: {name} must have shape {shape}, got {tuple(info.shape)}")
     contiguous = [d for d in (1, 0) if info.strides[d] == 1 or shape[d] == 1]
@@ -222,29 +263,39 @@ def operand_storage(x, name, shape, k_axis):
         raise ValueError(f"hopper_gemm: TMA needs 16-byte aligned rows: the leading dimension of {name} "
                          f"({lead}) must be a multiple of 8")
     mn_major = d != k_axis
+    if mn_major and info.dtype_name != "bf16":
+        raise ValueError(f"hopper_gemm: fp8 operands must be K-major (WGMMA has no fp8 transpose): "
+                         f"pass A row-major and B column-major (e.g. bt.T)")
     storage = x if d == 1 else x.T
-    return storage, mn_major
+    return storage, mn_major, INPUT_TYPES[info.dtype_name]
+
+
+INPUT_TYPES = {"bf16": tylo.bf16, "f8e4m3": tylo.f8e4m3, "f8e5m2": tylo.f8e5m2}
 
 
 _SMS = []
 
 
 def launch(c, a, b, M, N, K, stream=None, stages=4, group_m=8, c_bufs=2):
-    """C (M, N) = A (M, K) @ B (K, N), bf16 in and out; A and B row- or column-major, C row-major."""
+    """C (M, N) = A (M, K) @ B (K, N) into bf16 C (row-major). A and B are bf16 (row- or column-major)
+    or fp8 e4m3/e5m2 of one type (A row-major, B column-major: fp8 WGMMA reads K-major operands)."""
     if min(M, N, K) <= 0:
         raise ValueError(f"hopper_gemm: M, N and K must be positive, got {M}, {N}, {K}")
     if N % 8:
         raise ValueError(f"hopper_gemm: TMA needs 16-byte aligned rows: N ({N}) must be a multiple of 8")
-    a_store, a_mn = operand_storage(a, "A", (M, K), 1)
-    b_store, b_mn = operand_storage(b, "B", (K, N), 0)
+    a_store, a_mn, dtype = operand_storage(a, "A", (M, K), 1)
+    b_store, b_mn, b_dtype = operand_storage(b, "B", (K, N), 0)
+    if b_dtype != dtype:
+        raise ValueError(f"hopper_gemm: A holds {dtype} and B {b_dtype}; both must have one type")
     if not _SMS:
         from tylo.runtime import driver
         _SMS.append(driver.devices()[0]["sm_count"])
     tiles = ((M + BM - 1) // BM) * ((N + BN - 1) // BN)
     grid = max(1, min(_SMS[0], tiles))
-    hopper_gemm[grid, THREADS](_binding(C_TILE, c), _binding(MN_TILE if a_mn else A_TILE, a_store),
-                               _binding(MN_TILE if b_mn else B_TILE, b_store), M, N, K,
-                               STAGES=stages, GROUP_M=group_m, C_BUFS=c_bufs, A_MN=a_mn, B_MN=b_mn, stream=stream)
+    hopper_gemm[grid, THREADS](_binding(C_TILE, c), _binding(mn_tile(dtype) if a_mn else a_tile(dtype), a_store),
+                               _binding(mn_tile(dtype) if b_mn else b_tile(dtype), b_store), M, N, K,
+                               STAGES=stages, GROUP_M=group_m, C_BUFS=c_bufs, A_MN=a_mn, B_MN=b_mn, DTYPE=dtype,
+                               stream=stream)
 
 
 def run() -> None:

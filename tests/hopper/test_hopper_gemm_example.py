@@ -11,24 +11,32 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "examples"))
 
 import hopper_gemm as hg  # noqa: E402
+import tylo  # noqa: E402
 
 
-@pytest.mark.parametrize("stages, c_bufs, a_mn, b_mn", [(4, 2, False, False), (3, 4, False, False),
-                                                         (4, 2, True, True)])
-def test_hopper_gemm_assembles_for_sm90a(stages, c_bufs, a_mn, b_mn, capsys):
+@pytest.mark.parametrize("stages, c_bufs, a_mn, b_mn, dtype", [(4, 2, False, False, "bf16"),
+                                                                (3, 4, False, False, "bf16"),
+                                                                (4, 2, True, True, "bf16"),
+                                                                (4, 2, False, False, "f8e4m3")])
+def test_hopper_gemm_assembles_for_sm90a(stages, c_bufs, a_mn, b_mn, dtype, capsys):
     t0 = time.perf_counter()
-    ck = hg.hopper_gemm._compile(hg.spec(stages=stages, c_bufs=c_bufs, a_mn=a_mn, b_mn=b_mn), "sm_90a",
+    dt = getattr(tylo, dtype)
+    ck = hg.hopper_gemm._compile(hg.spec(stages=stages, c_bufs=c_bufs, a_mn=a_mn, b_mn=b_mn, dtype=dt), "sm_90a",
                                  (hg.THREADS, 1, 1))
     seconds = time.perf_counter() - t0
     ptx = ck.ptx
     assert ".local" not in ptx and "call.uni" not in ptx
     assert ck.resources.spill_bytes == 0 and ck.resources.stack_bytes == 0
-    # four m64n256k16 per K step: the first step of a tile is peeled, the rest loop at runtime
-    wgmmas = re.findall(r"wgmma\.mma_async\.sync\.aligned\.m64n256k16\.f32\.bf16\.bf16 [^;]*;", ptx)
+    # four instructions per K step (k16 for bf16, k32 for fp8: a 128-byte row either way); the first
+    # step of a tile is peeled, the rest loop at runtime
+    shape = "m64n256k16.f32.bf16.bf16" if dtype == "bf16" else "m64n256k32.f32.e4m3.e4m3"
+    wgmmas = re.findall(r"wgmma\.mma_async\.sync\.aligned\." + re.escape(shape) + r" [^;]*;", ptx)
     assert len(wgmmas) == 8
     # the transpose immediates follow the operand majors (MN-major: 1)
-    assert all(w.rstrip(";").endswith(f"1, 1, {int(a_mn)}, {int(b_mn)}") for w in wgmmas)
-    assert "wgmma.wait_group.sync.aligned 1" in ptx and "wgmma.wait_group.sync.aligned 0" in ptx
+    if dtype == "bf16":     # fp8 WGMMA has no transpose immediates (K-major only)
+        assert all(w.rstrip(";").endswith(f"1, 1, {int(a_mn)}, {int(b_mn)}") for w in wgmmas)
+    groups = 1 if dtype == "bf16" else 2          # fp8 plans stop at K = 64: two groups per K step
+    assert f"wgmma.wait_group.sync.aligned {groups}" in ptx and "wgmma.wait_group.sync.aligned 0" in ptx
     loads = ptx.count("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes")
     per_stage = (hg.BM // 64 if a_mn else 1) + (hg.BN // 64 if b_mn else 1)    # one copy per TMA box
     assert loads >= per_stage and loads % per_stage == 0   # (LLVM may unroll the producer loop)

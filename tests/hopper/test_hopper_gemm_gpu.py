@@ -93,3 +93,28 @@ def test_gemm_on_tylo_device_arrays_and_numpy_reference():
     ref = a.astype(np.float64) @ b.astype(np.float64)
     assert np.abs(ref).max() < 256                    # every result is a bf16-exact integer
     np.testing.assert_array_equal(c.to_host().astype(np.float64), ref)
+
+
+@pytest.mark.parametrize("M,N,K", [(128, 256, 128), (300, 200, 136), (1000, 520, 1000), (129, 264, 72)])
+@pytest.mark.parametrize("fp8", ["float8_e4m3fn", "float8_e5m2"])
+def test_fp8_gemm_ragged_shapes(M, N, K, fp8):
+    torch = _torch_sm90()
+    dt = getattr(torch, fp8)
+    gen = torch.Generator(device="cuda").manual_seed(M + 3 * N + 7 * K)
+    a = torch.randn(M, K, generator=gen, device="cuda").to(dt)               # row-major: K-major A
+    b = torch.randn(N, K, generator=gen, device="cuda").to(dt).T             # column-major: K-major B
+    c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+    hg.launch(c, a, b, M, N, K)
+    torch.cuda.synchronize()
+    assert bool(torch.isfinite(c).all()), "unwritten outputs"
+    assert _rel_error(c, a, b) < 1e-2
+
+
+def test_fp8_operands_must_be_k_major():
+    torch = _torch_sm90()
+    a = torch.randn(64, 64, device="cuda").to(torch.float8_e4m3fn)
+    c = torch.empty(64, 64, device="cuda", dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="fp8 operands must be K-major"):
+        hg.launch(c, a, a, 64, 64, 64)          # B row-major: N-major
+    with pytest.raises(ValueError, match="both must have one type"):
+        hg.launch(c, a, torch.randn(64, 64, device="cuda").to(torch.bfloat16), 64, 64, 64)
