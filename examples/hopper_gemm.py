@@ -18,7 +18,7 @@
   swizzled shared staging tiles (64 x 64) and stored with TMA; stores past M or N are
   dropped by TMA, loads past M, N or K are zero-filled, so ragged shapes need no masking.
   TMA needs 16-byte aligned rows: N and the leading dimension of A and B must be multiples
-  of 8 elements (``launch`` checks).
+  of 8 elements (16 for fp8; ``launch`` checks).
 * Loop trip counts are runtime (ptxas unrolls constant-trip loops around WGMMA bodies).
 """
 import numpy as np
@@ -259,9 +259,10 @@ def operand_storage(x, name, shape, k_axis):
                          f"strides {tuple(info.strides)}")
     d = contiguous[0]
     lead = info.strides[1 - d]
-    if lead % 8 and shape[1 - d] > 1:
+    per_16_bytes = 16 // INPUT_TYPES[info.dtype_name].itemsize
+    if lead % per_16_bytes and shape[1 - d] > 1:
         raise ValueError(f"hopper_gemm: TMA needs 16-byte aligned rows: the leading dimension of {name} "
-                         f"({lead}) must be a multiple of 8")
+                         f"({lead}) must be a multiple of {per_16_bytes} for {info.dtype_name}")
     mn_major = d != k_axis
     if mn_major and info.dtype_name != "bf16":
         raise ValueError(f"hopper_gemm: fp8 operands must be K-major (WGMMA has no fp8 transpose): "

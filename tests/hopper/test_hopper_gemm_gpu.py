@@ -95,7 +95,7 @@ def test_gemm_on_tylo_device_arrays_and_numpy_reference():
     np.testing.assert_array_equal(c.to_host().astype(np.float64), ref)
 
 
-@pytest.mark.parametrize("M,N,K", [(128, 256, 128), (300, 200, 136), (1000, 520, 1000), (129, 264, 72)])
+@pytest.mark.parametrize("M,N,K", [(128, 256, 128), (300, 200, 144), (1000, 520, 1008), (129, 264, 80)])
 @pytest.mark.parametrize("fp8", ["float8_e4m3fn", "float8_e5m2"])
 def test_fp8_gemm_ragged_shapes(M, N, K, fp8):
     torch = _torch_sm90()
@@ -118,3 +118,6 @@ def test_fp8_operands_must_be_k_major():
         hg.launch(c, a, a, 64, 64, 64)          # B row-major: N-major
     with pytest.raises(ValueError, match="both must have one type"):
         hg.launch(c, a, torch.randn(64, 64, device="cuda").to(torch.bfloat16), 64, 64, 64)
+    a72 = torch.randn(64, 72, device="cuda").to(torch.float8_e4m3fn)       # 72-byte rows
+    with pytest.raises(ValueError, match="must be a multiple of 16 for f8e4m3"):
+        hg.launch(c, a72, a72.T, 64, 64, 72)
