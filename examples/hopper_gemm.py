@@ -21,6 +21,8 @@
   of 8 elements (16 for fp8; ``launch`` checks).
 * Loop trip counts are runtime (ptxas unrolls constant-trip loops around WGMMA bodies).
 """
+import functools
+
 import numpy as np
 
 import tylo
@@ -34,24 +36,29 @@ THREADS = 384                    # producer warpgroup + two consumer warpgroups
 PRODUCER_REGS, CONSUMER_REGS = 40, 232           # 128 * 40 + 256 * 232 <= 65536
 
 
+@functools.lru_cache(maxsize=None)
 def k_step(dtype):
     """BK: one 128-byte swizzle row of the input type (64 bf16, 128 fp8)."""
     return 128 // dtype.itemsize
 
 
+@functools.lru_cache(maxsize=None)
 def wgmma_plan(dtype):
     """One consumer's WGMMA group: 64 x 256 x K with K = BK, at most 64 (two groups per fp8 K step)."""
     return wg.WGMMA64(dtype, n=BN, k=min(k_step(dtype), 64))
 
 
+@functools.lru_cache(maxsize=None)     # plans are built once: launch() runs on every call
 def a_tile(dtype):
     return tma.TMATile(dtype, (BM, k_step(dtype)))          # K-major A: (m, k), 16 KB, 128B swizzle
 
 
+@functools.lru_cache(maxsize=None)
 def b_tile(dtype):
     return tma.TMATile(dtype, (BN, k_step(dtype)))          # K-major B: (n, k) of B^T, 32 KB
 
 
+@functools.lru_cache(maxsize=None)
 def mn_tile(dtype):
     return tma.TMATile(dtype, (k_step(dtype), 64))          # MN-major A or B: (k, mn) boxes of 8 KB
 
@@ -228,11 +235,14 @@ def spec(stages=4, group_m=8, c_bufs=2, a_mn=False, b_mn=False, dtype=tylo.bf16)
 _BINDINGS = {}
 
 
-def _binding(plan, array):
-    """TMA bindings cached per (plan, pointer, shape): a new address or shape needs a new descriptor."""
-    from tylo.runtime import describe_array
-    info = describe_array(array)
-    key = (plan, info.ptr, tuple(info.shape), tuple(info.strides))
+def _binding(plan, array, where=None):
+    """TMA bindings cached per (plan, pointer, shape, strides): a new address or shape needs a new
+    descriptor. ``where``: that (pointer, shape, strides) when the caller has it already."""
+    if where is None:
+        from tylo.runtime import describe_array
+        info = describe_array(array)
+        where = (info.ptr, tuple(info.shape), tuple(info.strides))
+    key = (plan, where)
     b = _BINDINGS.get(key)
     if b is None:
         if len(_BINDINGS) >= 16:     # bindings keep their arrays alive
@@ -242,7 +252,8 @@ def _binding(plan, array):
 
 
 def operand_storage(x, name, shape, k_axis):
-    """``(row-major storage, mn_major)`` of operand ``x`` of logical ``shape`` whose K is ``k_axis``.
+    """``(row-major storage, mn_major, dtype, where)`` of operand ``x`` of logical ``shape`` whose K is
+    ``k_axis``; ``where`` is the storage's (pointer, shape, strides).
 
     K contiguous: K-major, stored (mn, k); the other axis contiguous: MN-major, stored (k, mn).
     A transposed view (``x.T``, torch/cupy) gives the row-major storage without a copy.
@@ -267,8 +278,10 @@ def operand_storage(x, name, shape, k_axis):
     if mn_major and info.dtype_name != "bf16":
         raise ValueError(f"hopper_gemm: fp8 operands must be K-major (WGMMA has no fp8 transpose): "
                          f"pass A row-major and B column-major (e.g. bt.T)")
-    storage = x if d == 1 else x.T
-    return storage, mn_major, INPUT_TYPES[info.dtype_name]
+    shape, strides = tuple(info.shape), tuple(info.strides)
+    if d == 1:
+        return x, mn_major, INPUT_TYPES[info.dtype_name], (info.ptr, shape, strides)
+    return x.T, mn_major, INPUT_TYPES[info.dtype_name], (info.ptr, shape[::-1], strides[::-1])
 
 
 INPUT_TYPES = {"bf16": tylo.bf16, "f8e4m3": tylo.f8e4m3, "f8e5m2": tylo.f8e5m2}
@@ -284,8 +297,8 @@ def launch(c, a, b, M, N, K, stream=None, stages=4, group_m=8, c_bufs=2):
         raise ValueError(f"hopper_gemm: M, N and K must be positive, got {M}, {N}, {K}")
     if N % 8:
         raise ValueError(f"hopper_gemm: TMA needs 16-byte aligned rows: N ({N}) must be a multiple of 8")
-    a_store, a_mn, dtype = operand_storage(a, "A", (M, K), 1)
-    b_store, b_mn, b_dtype = operand_storage(b, "B", (K, N), 0)
+    a_store, a_mn, dtype, a_where = operand_storage(a, "A", (M, K), 1)
+    b_store, b_mn, b_dtype, b_where = operand_storage(b, "B", (K, N), 0)
     if b_dtype != dtype:
         raise ValueError(f"hopper_gemm: A holds {dtype} and B {b_dtype}; both must have one type")
     if not _SMS:
@@ -293,10 +306,11 @@ def launch(c, a, b, M, N, K, stream=None, stages=4, group_m=8, c_bufs=2):
         _SMS.append(driver.devices()[0]["sm_count"])
     tiles = ((M + BM - 1) // BM) * ((N + BN - 1) // BN)
     grid = max(1, min(_SMS[0], tiles))
-    hopper_gemm[grid, THREADS](_binding(C_TILE, c), _binding(mn_tile(dtype) if a_mn else a_tile(dtype), a_store),
-                               _binding(mn_tile(dtype) if b_mn else b_tile(dtype), b_store), M, N, K,
-                               STAGES=stages, GROUP_M=group_m, C_BUFS=c_bufs, A_MN=a_mn, B_MN=b_mn, DTYPE=dtype,
-                               stream=stream)
+    # every parameter positionally (STAGES, GROUP_M, C_BUFS, A_MN, B_MN, DTYPE): the JIT's fast path
+    hopper_gemm[grid, THREADS](_binding(C_TILE, c),
+                               _binding(mn_tile(dtype) if a_mn else a_tile(dtype), a_store, a_where),
+                               _binding(mn_tile(dtype) if b_mn else b_tile(dtype), b_store, b_where), M, N, K,
+                               stages, group_m, c_bufs, a_mn, b_mn, dtype, stream=stream)
 
 
 def run() -> None:

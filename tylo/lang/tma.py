@@ -65,6 +65,14 @@ class TMATile:
         """How a 2-D TMA binding of this plan appears in ``kernel.compile(signature=[...])``."""
         return ("blob", "tma", (self, 2), 128)
 
+    def __hash__(self):
+        # computed once (in __post_init__): a plan is part of every launch's specialisation key
+        return self._hash
+
+    def __reduce__(self):
+        # rebuild through __init__ so the cached hash is this process's (str hashes are salted)
+        return (type(self), (self.dtype, self.shape, self.axis, self.swizzle))
+
     def __post_init__(self):
         dt = self.dtype
         if not isinstance(dt, ScalarType) or dt.is_bool or dt.itemsize not in (1, 2, 4):
@@ -87,6 +95,7 @@ class TMATile:
             raise ValueError(
                 f"TMATile: the outer extent (axis {1 - self.axis}) must be a positive multiple of 8 "
                 f"and at most {MAX_BOX}; got {outer}")
+        object.__setattr__(self, "_hash", hash((self.dtype, self.shape, self.axis, self.swizzle)))
 
     @property
     def elem_bytes(self) -> int:
