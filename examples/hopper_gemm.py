@@ -1,17 +1,18 @@
-"""A warp-specialised Hopper GEMM (sm_90a): C = A @ B in bf16 with fp32 accumulation.
+"""A warp-specialised Hopper GEMM (sm_90a): C = A @ B, bf16 or fp8 inputs, fp32 accumulation, bf16 C.
 
 * A (M, K), B (K, N), C (M, N) row-major bf16; A and B may also be column-major (any
   torch/cupy view with one contiguous dimension, e.g. ``x.T``). A K-contiguous operand is
   K-major for WGMMA and TMA loads it in (rows, 64) boxes; an M- or N-contiguous one is
   MN-major and loads as 64 x 64 boxes of its transpose (``shared_tile(plan, ptr, boxes=)``),
-  read by WGMMA with the transpose bit: no copy of either operand is made.
-* CTA tile BM x BN = 128 x 256, K step BK = 64 (one 128-byte swizzle row of bf16).
+  read by WGMMA with the transpose bit: no copy of either operand is made. fp8 (e4m3/e5m2)
+  inputs must be K-major (A row-major, B column-major): fp8 WGMMA has no transpose.
+* CTA tile BM x BN = 128 x 256, K step BK = one 128-byte swizzle row (64 bf16, 128 fp8).
   384 threads: warpgroup 0 is the producer (``setmaxnreg_dec``), one elected thread of it
   issues the TMA loads of A (128 x 64) and B (256 x 64) into a STAGES-deep shared ring; the
   ``full[s]`` mbarrier counts their bytes, ``empty[s]`` the two consumers' releases.
   Warpgroups 1 and 2 (``setmaxnreg_inc``) each compute 64 rows x 256 columns with
-  ``m64n256k16`` WGMMAs (four per K step), keeping one WGMMA group in flight: after issuing
-  step k they wait for step k-1 and release its stage.
+  ``m64n256k16`` WGMMAs (``m64n256k32`` for fp8; four per K step), keeping one K step in
+  flight: after issuing step k they wait for step k-1 and release its stage.
 * Persistent: a grid of one CTA per SM walks the output tiles (``tile += grid``) in grouped
   order (GROUP_M tile-rows share their B tiles in L2).
 * Epilogue: the fp32 accumulator is converted to bf16, written through its ownership into
