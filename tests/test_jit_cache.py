@@ -158,3 +158,35 @@ def test_dependency_fingerprint_ignores_shadowed_globals_and_tracks_dtype_global
         assert not any(d.startswith("x=") for d in deps)
     finally:
         os.unlink(path)
+
+
+def test_dependency_fingerprint_sees_through_decorated_python_helpers():
+    import tylo
+    from tylo.frontend.source import dependency_sources
+
+    code = textwrap.dedent('''
+        import functools
+
+        @functools.lru_cache(maxsize=None)
+        def plan(n):
+            return n * BODY
+
+        def kern(out, N: tylo.constexpr):
+            out[0] = plan(N)
+    ''')
+    path = os.path.join(os.path.dirname(__file__), "_generated_dep_lru.py")
+    texts = []
+    try:
+        for body in ("2", "3"):          # an edit inside the cached helper changes the fingerprint
+            with open(path, "w") as f:
+                f.write(code.replace("BODY", body))
+            ns = {"tylo": tylo}
+            exec(compile(code.replace("BODY", body), path, "exec"), ns)
+            import linecache
+            linecache.checkcache(path)
+            deps = dependency_sources(ns["kern"])
+            assert any(d.startswith("def plan:") and f"n * {body}" in d for d in deps), deps
+            texts.append(deps)
+        assert texts[0] != texts[1]
+    finally:
+        os.unlink(path)

@@ -145,14 +145,16 @@ def dependency_sources(fn, helper_attr: str = "__tylo_func__") -> list[str]:
             if value is None or isinstance(value, types.ModuleType):
                 continue
             inner = getattr(value, helper_attr, None) or getattr(value, "__tylo_kernel_fn__", None)
+            if inner is None and callable(value) and hasattr(value, "__wrapped__"):
+                value = inspect.unwrap(value)   # functools.lru_cache / wraps: fingerprint the source
             if inner is not None:
                 visit(inner)
-            elif isinstance(value, types.FunctionType) and not value.__module__.startswith("tylo"):
+            elif isinstance(value, types.FunctionType) and not (value.__module__ or "").startswith("tylo"):
                 try:
                     visit(value)
                 except TypeError:
                     out.append(f"{'.'.join(chain)}=<function without source>")
-            elif isinstance(value, (types.FunctionType, type)) and value.__module__.startswith("tylo") \
+            elif isinstance(value, (types.FunctionType, type)) and (value.__module__ or "").startswith("tylo") \
                     or value is getattr(builtins, chain[0], object()):
                 continue
             else:
