@@ -110,7 +110,9 @@ def dependency_sources(fn, helper_attr: str = "__tylo_func__") -> list[str]:
         src = function_source(f)
         out.append(f"def {f.__qualname__}:\n{src.text}")  # not the module name: `tylo compile` imports by path
         local = _local_names(src.tree)
-        for node in ast.walk(src.tree):
+        # the signature and body: decorators (tylo.jit, functools.lru_cache) are not dependencies
+        parts = [src.tree.args, *src.tree.body] + ([src.tree.returns] if src.tree.returns else [])
+        for node in (n for part in parts for n in ast.walk(part)):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
                 chain = [node.id]
             elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):
