@@ -66,3 +66,18 @@ def test_warp_gemm_one_tile(M, N, K, vec):
     got = c.astype(np.float64)
     assert not np.isnan(got).any()
     assert np.linalg.norm(got - ref) / np.linalg.norm(ref) < 1e-2
+
+
+@pytest.mark.parametrize("block", [(128,), (32, 4), (64, 2), (16, 4, 2)])
+def test_fragments_distribute_over_the_linear_thread_index_of_any_block_shape(block):
+    """Ownerships count threads by linear index (x fastest), so a (32, 4) block holds the same
+    fragments as a 128-thread one; with no block given at compile time the index is computed too."""
+    import sys, os
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "fragments"))
+    import test_fragments_ptx as t
+    x = rng.standard_normal((64, 64)).astype(np.float32)
+    for given in (block, None):
+        ir = t.stage_through_shared.lower(signature="*bf16:16, *f32:16", arch="sm_90a", block=given)
+        out = np.full((64, 64), np.nan, ml_dtypes.bfloat16)
+        run(ir, [out, x], block=block)
+        np.testing.assert_array_equal(out.view(np.uint16), x.astype(ml_dtypes.bfloat16).view(np.uint16))

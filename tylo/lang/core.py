@@ -393,14 +393,25 @@ def lane_id(*, _ctx) -> Value:
     return _ctx.builder.value("nv.sreg", [], T.i32, reg="laneid")
 
 
+def linear_thread_index(ctx) -> Value:
+    """The thread's linear index in its block (x fastest): ``tid.x`` when the block is known to be
+    1-D (the launch geometry is part of the specialisation), else ``tid.x + ntid.x * (tid.y +
+    ntid.y * tid.z)``."""
+    def sreg(name):
+        return ctx.builder.value("nv.sreg", [], T.i32, reg=name)
+
+    tid = sreg("tid.x")
+    block = ctx.kernel.attrs.get("maxntid")
+    if block is not None and block[1] == 1 and block[2] == 1:
+        return tid
+    rest = binary(ctx, "+", sreg("tid.y"), binary(ctx, "*", sreg("ntid.y"), sreg("tid.z")))
+    return binary(ctx, "+", tid, binary(ctx, "*", sreg("ntid.x"), rest))
+
+
 @builtin
 def warp_id(*, _ctx) -> Value:
     """The warp index within the block: linear thread index // 32 (not the volatile %warpid)."""
-    b = _ctx.builder
-    tx, ty, tz = (b.value("nv.sreg", [], T.i32, reg=f"tid.{a}") for a in "xyz")
-    nx, ny = (b.value("nv.sreg", [], T.i32, reg=f"ntid.{a}") for a in "xy")
-    linear = binary(_ctx, "+", tx, binary(_ctx, "*", nx, binary(_ctx, "+", ty, binary(_ctx, "*", ny, tz))))
-    return binary(_ctx, ">>", linear, 5)
+    return binary(_ctx, ">>", linear_thread_index(_ctx), 5)
 
 
 @builtin

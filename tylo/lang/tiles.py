@@ -277,8 +277,9 @@ permutedims = _dual(_permute_layout)
 # -- transfers between tiles and fragments -------------------------------------------------------
 
 def thread_in_group(ctx, threads: int):
-    """This thread's index within an ownership of ``threads`` threads (1-D blocks)."""
-    tid = ctx.builder.value("nv.sreg", [], T.i32, reg="tid.x")
+    """This thread's index within an ownership of ``threads`` threads (groups of consecutive
+    linear thread indices)."""
+    tid = L.linear_thread_index(ctx)
     if threads & (threads - 1) == 0:
         return L.binary(ctx, "&", tid, threads - 1)
     return L.binary(ctx, "%", tid, threads)
