@@ -8,20 +8,11 @@ import cProfile
 import os
 import pstats
 import sys
-import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples"))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-
-def per_call_us(fn, torch, calls=2000):
-    fn()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
-    for _ in range(calls):
-        fn()
-    t = (time.perf_counter() - t0) / calls * 1e6
-    torch.cuda.synchronize()
-    return t
+from gemm import host_microseconds  # noqa: E402
 
 
 def main():
@@ -36,8 +27,8 @@ def main():
              "fp8 rc": (a.to(torch.float8_e4m3fn), b.T.contiguous().to(torch.float8_e4m3fn).T)}
     for name, (x, y) in cases.items():
         fn = lambda: hg.launch(c, x, y, n, n, n)  # noqa: E731
-        print(f"{name}: {per_call_us(fn, torch):.1f} us per launch; torch.matmul "
-              f"{per_call_us(lambda: torch.matmul(a, b), torch):.1f} us", flush=True)
+        print(f"{name}: {host_microseconds(fn, torch, 2000):.1f} us per launch; torch.matmul "
+              f"{host_microseconds(lambda: torch.matmul(a, b), torch, 2000):.1f} us", flush=True)
     x, y = cases["bf16 rr"]
     prof = cProfile.Profile()
     prof.enable()

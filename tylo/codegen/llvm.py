@@ -109,6 +109,13 @@ class _Lowering:
     def emit(self, line: str):
         self.lines.append("  " + line)
 
+    def address(self, ptr: Value, bits: int = 32) -> str:
+        """The integer address of a pointer value for inline PTX: ``bits`` 32 for a shared
+        pointer (the shared-window address, constraint ``r``), 64 for a global one (``l``)."""
+        name = self.fresh()
+        self.emit(f"{name} = ptrtoint {llvm_type(ptr.type)} {self.ref(ptr)} to i{bits}")
+        return name
+
     def start_block(self, label: str):
         self.lines.append(f"{label}:")
         self.block_label = label

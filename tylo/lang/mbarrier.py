@@ -65,11 +65,6 @@ _ops.register_op("nv.elect_one", 0, 1, False)
 _ops.register_op("nv.setmaxnreg", 0, 0, False)          # attrs: action, count
 _ops.register_op("nv.cluster.barrier", 0, 0, False)     # attr kind: arrive | wait
 
-FENCES = {
-    "proxy_async": "fence.proxy.async;",
-    "proxy_async_shared": "fence.proxy.async.shared::cta;",
-    "mbarrier_init": "fence.mbarrier_init.release.cluster;",
-}
 
 
 def _need(ctx, sm: int, what: str):
@@ -146,28 +141,29 @@ def mbarrier_wait(bar, parity, *, _ctx):
     _ctx.builder.create("nv.mbarrier.wait", [b, _i32(_ctx, parity, "parity")])
 
 
-def _fence(ctx, kind: str):
-    _need(ctx, 90, f"fence ({FENCES[kind]})")
+def _fence(ctx, kind: str, what: str):
+    """An ``nv.fence`` of ``kind`` (codegen/ptx/mbarrier.py spells the PTX)."""
+    _need(ctx, 90, what)
     ctx.builder.create("nv.fence", [], [], {"kind": kind})
 
 
 @builtin
 def fence_proxy_async(*, _ctx):
     """``fence.proxy.async``: order generic-proxy accesses with async-proxy ones (all spaces)."""
-    _fence(_ctx, "proxy_async")
+    _fence(_ctx, "proxy_async", "fence_proxy_async")
 
 
 @builtin
 def fence_view_async_shared(*, _ctx):
     """``fence.proxy.async.shared::cta``: make generic shared writes visible to TMA/WGMMA
     (and publish mbarrier initialisation to the async proxy)."""
-    _fence(_ctx, "proxy_async_shared")
+    _fence(_ctx, "proxy_async_shared", "fence_view_async_shared")
 
 
 @builtin
 def fence_mbarrier_init(*, _ctx):
     """``fence.mbarrier_init.release.cluster``: publish prior mbarrier.init to the cluster."""
-    _fence(_ctx, "mbarrier_init")
+    _fence(_ctx, "mbarrier_init", "fence_mbarrier_init")
 
 
 def _named(ctx, kind, barrier_id, count):

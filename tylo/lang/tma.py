@@ -351,9 +351,7 @@ def _shifted(ctx, origin, delta):
     return tuple(add(o, d) for o, d in zip(origin, delta + (0,) * (len(origin) - 2)))
 
 
-def _coords(ctx, plan, origin, what):
-    from .core import to_value
-
+def _check_origin(plan, origin, what):
     if not isinstance(plan, TMATile):
         raise _LangError(f"{what}: the first argument must be a TMATile plan, got {plan!r}")
     if not isinstance(origin, tuple) or len(origin) not in (2, 3):
@@ -362,6 +360,13 @@ def _coords(ctx, plan, origin, what):
     if isinstance(inner, int) and (inner * plan.elem_bytes) % 16:
         raise _LangError(f"{what}: the inner origin {inner} must start a 16-byte chunk "
                          f"(a multiple of {16 // plan.elem_bytes} elements)")
+
+
+def _coords(ctx, plan, origin, what):
+    """The i32 TMA coordinates (innermost first) of a checked logical origin."""
+    from .core import to_value
+
+    _check_origin(plan, origin, what)
     return [to_value(ctx, c, _T.i32) for c in tma_coordinates(plan, origin)]
 
 
@@ -399,7 +404,7 @@ def tma_load_tile(plan, tmap, tile, origin, bar, multicast=None, *, _ctx):
     from .mbarrier import _bar
 
     what = "tma_load_tile"
-    _coords(_ctx, plan, origin, what)          # checks the origin before any op is emitted
+    _check_origin(plan, origin, what)          # before any op is emitted
     address, barrier = _tmap(_ctx, tmap, what, origin), _bar(bar, what)
     extra, attrs = [], {"rank": len(origin)}
     if multicast is not None:
@@ -419,7 +424,7 @@ def tma_store_tile(plan, tmap, tile, origin, *, _ctx):
     compile-time negative origin is an error; a runtime one faults on the H200)."""
     _sm90(_ctx, "tma_store_tile")
     what = "tma_store_tile"
-    _coords(_ctx, plan, origin, what)
+    _check_origin(plan, origin, what)
     if any(isinstance(o, int) and not isinstance(o, bool) and o < 0 for o in origin):
         raise _LangError(f"{what}: the origin {origin} is negative; TMA stores at negative coordinates fault "
                          f"(illegal instruction on the H200), unlike loads, which zero-fill")

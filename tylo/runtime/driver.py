@@ -107,6 +107,11 @@ _PROTOS: dict[str, tuple[str, list]] = {
     "cuPointerGetAttribute": ("cuPointerGetAttribute", [_vp, _i, _ull]),  # (void*, attr, CUdeviceptr)
     "cuGetErrorName": ("cuGetErrorName", [_i, _P(_cp)]),              # (CUresult, const char**)
     "cuGetErrorString": ("cuGetErrorString", [_i, _P(_cp)]),          # (CUresult, const char**)
+    # (CUtensorMap*, dataType, rank, globalAddress, globalDim*, globalStrides*, boxDim*,
+    #  elementStrides*, interleave, swizzle, l2Promotion, oobFill): runtime/tma.py
+    "cuTensorMapEncodeTiled": ("cuTensorMapEncodeTiled", [_vp, _i, _u, _vp, _P(ctypes.c_uint64),
+                                                          _P(ctypes.c_uint64), _P(ctypes.c_uint32),
+                                                          _P(ctypes.c_uint32), _i, _i, _i, _i]),
 }
 
 

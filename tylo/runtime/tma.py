@@ -17,9 +17,8 @@ against cuda-bindings' ``CUtensorMap*`` enums.
 from __future__ import annotations
 
 import ctypes
-import threading
 
-from .errors import DRIVER_NOT_FOUND, CudaError, NoGPUError
+from .errors import CudaError
 
 __all__ = ["encode_tiled", "validate_tiled", "DATA_TYPES", "SWIZZLE_MODES", "TENSOR_MAP_BYTES"]
 
@@ -89,31 +88,6 @@ def validate_tiled(ptr, dtype_name, global_dims, global_strides_bytes, box_dims,
                          f"row ({swizzle_bytes} bytes)")
 
 
-_lib: dict = {}
-_lock = threading.Lock()
-
-
-def _encode_fn():
-    fn = _lib.get("fn")
-    if fn is not None:
-        return fn
-    with _lock:
-        if "fn" in _lib:
-            return _lib["fn"]
-        try:
-            lib = ctypes.CDLL("libcuda.so.1")
-        except OSError as e:
-            raise NoGPUError(DRIVER_NOT_FOUND, call="dlopen(libcuda.so.1)", description=str(e)) from None
-        fn = lib.cuTensorMapEncodeTiled
-        vp, u32, i = ctypes.c_void_p, ctypes.c_uint32, ctypes.c_int
-        fn.argtypes = [vp, i, u32, vp, ctypes.POINTER(ctypes.c_uint64), ctypes.POINTER(ctypes.c_uint64),
-                       ctypes.POINTER(u32), ctypes.POINTER(u32), i, i, i, i]
-        fn.restype = ctypes.c_int
-        _lib["lib"] = lib
-        _lib["fn"] = fn
-        return fn
-
-
 def encode_tiled(ptr: int, dtype_name: str, global_dims, global_strides_bytes, box_dims,
                  swizzle_bytes: int, oob_fill_zero: bool = True) -> bytes:
     """The 128-byte CUtensorMap of a tiled view (dimensions innermost first)."""
@@ -124,7 +98,7 @@ def encode_tiled(ptr: int, dtype_name: str, global_dims, global_strides_bytes, b
     from . import driver
 
     driver.ensure_context()
-    fn = _encode_fn()
+    fn = driver._fn("cuTensorMapEncodeTiled")     # libcuda's one handle and prototype table
     rank = len(global_dims)
     buf = ctypes.create_string_buffer(TENSOR_MAP_BYTES + 64)
     addr = (ctypes.addressof(buf) + 63) & ~63   # the driver wants a 64-byte aligned CUtensorMap

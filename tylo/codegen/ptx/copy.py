@@ -14,14 +14,6 @@ __all__ = ["ldmatrix_template", "stmatrix_template", "cp_async_template"]
 _MEM = "~{memory}"
 
 
-def _addr(lw, ptr_value, bits: int) -> str:
-    from ..llvm import llvm_type  # defined after the per-feature modules are imported
-
-    name = lw.fresh()
-    lw.emit(f"{name} = ptrtoint {llvm_type(ptr_value.type)} {lw.ref(ptr_value)} to i{bits}")
-    return name
-
-
 def ldmatrix_template(num: int, trans: bool) -> str:
     regs = ", ".join(f"${i}" for i in range(num))
     return f"ldmatrix.sync.aligned.m8n8.x{num}{'.trans' if trans else ''}.shared.b16 {{{regs}}}, [${num}];"
@@ -39,7 +31,7 @@ def cp_async_template(nbytes: int, cache: str, zero_fill: bool) -> str:
 @lowering("nv.ldmatrix")
 def lower_ldmatrix(lw, op):
     num, trans = op.attrs["num"], op.attrs["trans"]
-    addr = _addr(lw, op.operands[0], 32)
+    addr = lw.address(op.operands[0])
     cons = ",".join(["=r"] * num + ["r", _MEM])
     names = lw.asm(ldmatrix_template(num, trans), cons, ["i32"] * num, [("i32", addr)], side_effects=True, convergent=True)
     for r, name in zip(op.results, names):
@@ -50,7 +42,7 @@ def lower_ldmatrix(lw, op):
 def lower_stmatrix(lw, op):
     num, trans = op.attrs["num"], op.attrs["trans"]
     ptr, *regs = op.operands
-    addr = _addr(lw, ptr, 32)
+    addr = lw.address(ptr)
     args = [("i32", addr)] + [("i32", lw.ref(r)) for r in regs]
     cons = ",".join(["r"] * (1 + num) + [_MEM])
     lw.asm(stmatrix_template(num, trans), cons, [], args, side_effects=True, convergent=True)
@@ -59,7 +51,7 @@ def lower_stmatrix(lw, op):
 @lowering("nv.cp_async")
 def lower_cp_async(lw, op):
     dst, src, *size = op.operands
-    args = [("i32", _addr(lw, dst, 32)), ("i64", _addr(lw, src, 64))]
+    args = [("i32", lw.address(dst)), ("i64", lw.address(src, 64))]
     cons = ["r", "l"]
     if size:
         args.append(("i32", lw.ref(size[0])))

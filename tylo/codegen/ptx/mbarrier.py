@@ -1,7 +1,7 @@
 """Inline PTX for mbarriers, proxy fences, named barriers, elect and setmaxnreg.
 
 Barrier pointers are ``ptr addrspace(3)`` in LLVM; they reach PTX as the
-32-bit shared-window address (``ptrtoint ... to i32``, constraint ``r``),
+32-bit shared-window address (``lw.address``: ``ptrtoint ... to i32``, constraint ``r``),
 which is what ``mbarrier.*.shared::cta.b64 [addr]`` takes. Every op with an
 effect on memory or other threads is ``sideeffect`` and clobbers memory, so
 LLVM moves no load or store across it.
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..llvm import lowering
 
-__all__ = ["shared_address", "convergent_asm"]
+__all__ = ["convergent_asm"]
 
 _MEM = "~{memory}"
 
@@ -21,25 +21,18 @@ def convergent_asm(lw, *args, **kwargs):
     return lw.asm(*args, convergent=True, **kwargs)
 
 
-def shared_address(lw, ptr_value) -> str:
-    """The i32 shared-window address of a ``*shared`` pointer value."""
-    name = lw.fresh()
-    lw.emit(f"{name} = ptrtoint ptr addrspace(3) {lw.ref(ptr_value)} to i32")
-    return name
-
-
 @lowering("nv.mbarrier.init")
 def _init(lw, op):
     bar, count = op.operands
     lw.asm("mbarrier.init.shared::cta.b64 [$0], $1;", f"r,r,{_MEM}", (),
-           [("i32", shared_address(lw, bar)), ("i32", lw.ref(count))], side_effects=True)
+           [("i32", lw.address(bar)), ("i32", lw.ref(count))], side_effects=True)
 
 
 @lowering("nv.mbarrier.arrive")
 def _arrive(lw, op):
     (bar,) = op.operands
     (r,) = lw.asm("mbarrier.arrive.shared::cta.b64 $0, [$1];", f"=l,r,{_MEM}", ["i64"],
-                  [("i32", shared_address(lw, bar))], side_effects=True)
+                  [("i32", lw.address(bar))], side_effects=True)
     lw.bind(op.results[0], r)
 
 
@@ -47,7 +40,7 @@ def _arrive(lw, op):
 def _arrive_tx(lw, op):
     bar, tx = op.operands
     (r,) = lw.asm("mbarrier.arrive.expect_tx.shared::cta.b64 $0, [$1], $2;", f"=l,r,r,{_MEM}", ["i64"],
-                  [("i32", shared_address(lw, bar)), ("i32", lw.ref(tx))], side_effects=True)
+                  [("i32", lw.address(bar)), ("i32", lw.ref(tx))], side_effects=True)
     lw.bind(op.results[0], r)
 
 
@@ -55,7 +48,7 @@ def _arrive_tx(lw, op):
 def _expect_tx(lw, op):
     bar, tx = op.operands
     lw.asm("mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [$0], $1;", f"r,r,{_MEM}", (),
-           [("i32", shared_address(lw, bar)), ("i32", lw.ref(tx))], side_effects=True)
+           [("i32", lw.address(bar)), ("i32", lw.ref(tx))], side_effects=True)
 
 
 @lowering("nv.mbarrier.try_wait")
@@ -64,7 +57,7 @@ def _try_wait(lw, op):
     (r,) = lw.asm("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2; "
                   "selp.u32 $0, 1, 0, p; }",
                   f"=r,r,r,{_MEM}", ["i32"],
-                  [("i32", shared_address(lw, bar)), ("i32", lw.ref(parity))], side_effects=True)
+                  [("i32", lw.address(bar)), ("i32", lw.ref(parity))], side_effects=True)
     b = lw.fresh()
     lw.emit(f"{b} = icmp ne i32 {r}, 0")
     lw.bind(op.results[0], b)
@@ -76,7 +69,7 @@ def _wait(lw, op):
     # labels inside { } are local to the block, so the loop can be inlined many times
     lw.asm("{ .reg .pred p; TYLO_WAIT: mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1; "
            "@!p bra TYLO_WAIT; }",
-           f"r,r,{_MEM}", (), [("i32", shared_address(lw, bar)), ("i32", lw.ref(parity))], side_effects=True)
+           f"r,r,{_MEM}", (), [("i32", lw.address(bar)), ("i32", lw.ref(parity))], side_effects=True)
 
 
 _FENCE = {

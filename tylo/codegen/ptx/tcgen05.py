@@ -44,18 +44,11 @@ def _cons(t) -> str:
     return "f" if t.name == "f32" else "r"
 
 
-def _shared_u32(lw, v) -> str:
-    """The 32-bit shared-window address of a shared pointer."""
-    name = lw.fresh()
-    lw.emit(f"{name} = ptrtoint {llvm_type(v.type)} {lw.ref(v)} to i32")
-    return name
-
-
 @lowering("nv.tcgen05.alloc")
 def _alloc(lw, op):
     a = op.attrs
     lw.asm(f"tcgen05.alloc.cta_group::{a['cta_group']}.sync.aligned.shared::cta.b32 [$0], {a['columns']};",
-           "r,~{memory}", args=[("i32", _shared_u32(lw, op.operands[0]))], side_effects=True, convergent=True)
+           "r,~{memory}", args=[("i32", lw.address(op.operands[0]))], side_effects=True, convergent=True)
 
 
 @lowering("nv.tcgen05.dealloc")
@@ -138,7 +131,7 @@ def _mma(lw, op):
 def _commit(lw, op):
     cg = op.attrs["cta_group"]
     lw.asm(f"tcgen05.commit.cta_group::{cg}.mbarrier::arrive::one.shared::cluster.b64 [$0];",
-           "r,~{memory}", args=[("i32", _shared_u32(lw, op.operands[0]))], side_effects=True)
+           "r,~{memory}", args=[("i32", lw.address(op.operands[0]))], side_effects=True)
 
 
 @lowering("nv.tcgen05.commit_multicast")
@@ -146,4 +139,4 @@ def _commit_multicast(lw, op):
     cg = op.attrs["cta_group"]
     bar, mask = op.operands
     lw.asm(f"tcgen05.commit.cta_group::{cg}.mbarrier::arrive::one.shared::cluster.multicast::cluster.b64 [$0], $1;",
-           "r,h,~{memory}", args=[("i32", _shared_u32(lw, bar)), ("i16", lw.ref(mask))], side_effects=True)
+           "r,h,~{memory}", args=[("i32", lw.address(bar)), ("i16", lw.ref(mask))], side_effects=True)

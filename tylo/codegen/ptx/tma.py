@@ -7,7 +7,6 @@ innermost first.
 from __future__ import annotations
 
 from ..llvm import lowering
-from .mbarrier import shared_address
 
 __all__ = []
 
@@ -27,8 +26,8 @@ def _load(lw, op):
     template = (f"cp.async.bulk.tensor.{rank}d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
                 f"{'.multicast::cluster' if multicast else ''} "
                 f"[$0], [$1, {_coords(2, rank)}], [${2 + rank}]{f', ${3 + rank}' if multicast else ''};")
-    args = [("i32", shared_address(lw, dst)), ("i64", lw.ref(tmap))]
-    args += [("i32", lw.ref(c)) for c in coords] + [("i32", shared_address(lw, bar))]
+    args = [("i32", lw.address(dst)), ("i64", lw.ref(tmap))]
+    args += [("i32", lw.ref(c)) for c in coords] + [("i32", lw.address(bar))]
     cons = ["r", "l"] + ["r"] * rank + ["r"]
     if multicast:
         args.append(("i16", lw.ref(rest[rank + 1])))
@@ -42,7 +41,7 @@ def _store(lw, op):
     tmap, src, *coords = op.operands
     template = (f"cp.async.bulk.tensor.{rank}d.global.shared::cta.tile.bulk_group "
                 f"[$0, {_coords(1, rank)}], [${1 + rank}];")
-    args = [("i64", lw.ref(tmap))] + [("i32", lw.ref(c)) for c in coords] + [("i32", shared_address(lw, src))]
+    args = [("i64", lw.ref(tmap))] + [("i32", lw.ref(c)) for c in coords] + [("i32", lw.address(src))]
     lw.asm(template, ",".join(["l"] + ["r"] * rank + ["r", _MEM]), (), args, side_effects=True)
 
 

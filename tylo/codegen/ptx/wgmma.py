@@ -69,9 +69,7 @@ def _mma(lw, op):
 
 @lowering("nv.shared_address")
 def _shared_address(lw, op):
-    name = lw.fresh()
-    lw.emit(f"{name} = ptrtoint ptr addrspace(3) {lw.ref(op.operands[0])} to i32")
-    lw.bind(op.results[0], name)
+    lw.bind(op.results[0], lw.address(op.operands[0]))
 
 
 @lowering("nv.wgmma.mma_async_rs")
