@@ -9,6 +9,7 @@ tuple. A miss compiles (or loads from the disk cache) once.
 from __future__ import annotations
 
 import inspect
+import os
 import time
 from dataclasses import dataclass, field
 
@@ -464,6 +465,14 @@ class JITFunction:
                                         **{k: repr(v) for k, v in sorted(self.options.items())}},
         }
         key = cache_key(components)
+        compiled = self._compile_or_load(key, components, spec, params, target, maxntid, sig_text, constexprs)
+        dump_folder = os.environ.get("TYLO_DUMP")
+        if dump_folder:
+            _dump_artifacts(dump_folder, compiled)
+        return compiled
+
+    def _compile_or_load(self, key, components, spec, params, target, maxntid, sig_text, constexprs):
+        arch = target.name
         cache = default_cache()
         entry = cache.lookup(key)
         if entry is not None:
@@ -520,6 +529,21 @@ class JITFunction:
 
 
 _PTR_NAME = {name: "*" + name for name in T.SCALAR_TYPES}
+
+
+def _dump_artifacts(folder: str, compiled: CompiledKernel) -> None:
+    """``TYLO_DUMP=folder``: write the IR, LLVM and PTX of every kernel compiled or loaded.
+
+    Files are named ``<kernel>.<arch>.<digest of the PTX>.<stage>`` so two runs of the same
+    kernels can be compared file by file (``scripts/compare_dumps.py``)."""
+    import hashlib
+
+    os.makedirs(folder, exist_ok=True)
+    digest = hashlib.sha256(compiled.ptx.encode()).hexdigest()[:16]
+    stem = os.path.join(folder, f"{compiled.name}.{compiled.arch}.{digest}")
+    for suffix, text in (("tyir", compiled.ir), ("ll", compiled.llvm), ("ptx", compiled.ptx)):
+        with open(f"{stem}.{suffix}", "w") as f:
+            f.write(text)
 
 
 def _compile_error_at(message, loc):
