@@ -182,3 +182,75 @@ def test_dtype_names_round_trip():
     assert dtype_name(np.float32) == "f32"
     with pytest.raises(TypeError, match="not supported"):
         dtype_name(np.complex64)
+
+
+# ---- DeviceArray exports DLPack; instance-attribute __cuda_array_interface__ (issue 15 item 14)
+
+def _fake_device_array(shape, dtype, ptr=0x7F0000001000):
+    """A DeviceArray over a made-up address, for host-side protocol checks (no GPU touched)."""
+    from tylo.runtime import arrays as A
+
+    x = object.__new__(DeviceArray)
+    x.shape, x.dtype = tuple(shape), A.numpy_dtype(dtype)
+    x.dtype_name = A.dtype_name(x.dtype)
+    x.ptr, x.device, x.size = ptr, 0, int(np.prod(shape))
+    x.nbytes = x.size * x.dtype.itemsize
+    x._driver = None
+    return x
+
+
+@pytest.mark.parametrize("dtype,name", [(np.float32, "f32"), (np.int8, "i8"), ("bf16", "bf16"), (np.bool_, "bool")])
+def test_device_array_dlpack_capsule_describes_the_array(dtype, name):
+    from tylo.runtime import arrays as A
+
+    x = _fake_device_array((3, 5, 7), dtype)
+    cap = x.__dlpack__(stream=None)
+    info, dev_type = _parse_dlpack_capsule(cap)
+    assert (info.ptr, info.dtype_name, info.shape, info.strides) == (x.ptr, name, (3, 5, 7), (35, 7, 1))
+    assert dev_type == 2 and x.__dlpack_device__() == (2, 0)
+    assert len(A._exports) == 1
+    del cap                                     # never consumed: the capsule's destructor releases it
+    assert not A._exports
+    x.ptr = 0
+
+
+def test_device_array_dlpack_consumer_deleter_releases_the_export():
+    import ctypes
+
+    from tylo.runtime import arrays as A
+
+    x = _fake_device_array((4,), np.float32)
+    cap = x.__dlpack__()
+    address = ctypes.pythonapi.PyCapsule_GetPointer
+    address.restype, address.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
+    managed = address(cap, b"dltensor")
+    set_name = ctypes.pythonapi.PyCapsule_SetName
+    set_name.argtypes = [ctypes.py_object, ctypes.c_char_p]
+    assert set_name(cap, b"used_dltensor") == 0          # what a consumer does when it takes the tensor
+    del cap                                              # consumed: the destructor must not release it ...
+    assert managed in A._exports
+    mt = A._DLManagedTensor.from_address(managed)
+    ctypes.CFUNCTYPE(None, ctypes.c_void_p)(mt.deleter)(managed)  # ... the consumer's deleter call does
+    assert managed not in A._exports
+    x.ptr = 0
+
+
+def test_device_array_dlpack_refuses_copy_and_other_devices():
+    x = _fake_device_array((4,), np.float32)
+    with pytest.raises(BufferError, match="without copying"):
+        x.__dlpack__(copy=True)
+    with pytest.raises(BufferError, match="device 0"):
+        x.__dlpack__(dl_device=(2, 3))
+    x.ptr = 0
+
+
+def test_instance_attribute_cuda_array_interface_is_an_array():
+    class Holder:
+        pass
+
+    h = Holder()
+    h.__cuda_array_interface__ = {"shape": (8,), "typestr": "<f4", "data": (0x1000, False), "version": 3}
+    f = array_extractor(Holder, h)
+    assert f(h) == (0x1000, "f32")
+    with pytest.raises(TypeError, match="no __cuda_array_interface__"):
+        f(Holder())                                      # a sibling without the attribute: a clear TypeError

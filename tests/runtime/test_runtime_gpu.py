@@ -395,3 +395,26 @@ def test_cupy_interop(module):
     np.testing.assert_allclose(cp.asnumpy(out), np.arange(300, dtype=np.float32) * 2 + 300)
     d = rt.to_device(np.arange(5, dtype=np.int32))
     assert cp.asarray(d).data.ptr == d.ptr
+
+
+def test_device_array_to_torch_and_cupy_through_dlpack():
+    """torch.from_dlpack / cupy.from_dlpack wrap a DeviceArray without copying (issue 15 item 14)."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("torch without CUDA")
+    host = np.random.default_rng().standard_normal((37, 5)).astype(np.float32)
+    x = rt.to_device(host)
+    t = torch.from_dlpack(x)
+    assert t.data_ptr() == x.ptr and tuple(t.shape) == (37, 5) and t.dtype == torch.float32
+    np.testing.assert_array_equal(t.cpu().numpy(), host)
+    t.mul_(2.0)                                   # the same memory: the DeviceArray sees the write
+    torch.cuda.synchronize()
+    np.testing.assert_array_equal(x.to_host(), host * 2)
+    del t
+    try:
+        import cupy
+    except ImportError:
+        return
+    c = cupy.from_dlpack(x)
+    assert c.data.ptr == x.ptr
+    np.testing.assert_array_equal(cupy.asnumpy(c), host * 2)

@@ -26,7 +26,10 @@ Protocol notes:
   'dltensor' (DLManagedTensor) and 'dltensor_versioned'
   (DLManagedTensorVersioned) capsules are understood.
 * The protocol attributes are looked up on the TYPE (properties or class
-  attributes), as every real producer defines them.
+  attributes), as every real producer defines them; an instance attribute
+  ``__cuda_array_interface__`` is accepted too (``array_extractor(type, sample)``).
+* ``DeviceArray.__dlpack__`` exports a 'dltensor' capsule (DLPack 0.8 layout), so
+  ``torch.from_dlpack(x)`` and ``cupy.from_dlpack(x)`` wrap a DeviceArray without copying.
 """
 
 from __future__ import annotations
@@ -133,17 +136,21 @@ _extractor_lock = threading.Lock()
 _torch_dtypes: dict = {}
 
 
-def array_extractor(obj_type: type):
+def array_extractor(obj_type: type, sample=None):
     """A fast ``f(obj) -> (ptr, dtype_name)`` for objects of ``obj_type``, or
     None when the type is not an array type. Cached per type. For host array
-    types the function raises TypeError (host memory) when called."""
+    types the function raises TypeError (host memory) when called.
+
+    ``sample`` (an instance) lets an object whose ``__cuda_array_interface__`` is an
+    instance attribute, not a property of its type, be recognised too."""
     try:
-        return _extractors[obj_type]
+        f = _extractors[obj_type]
     except KeyError:
-        pass
-    f = _make_extractor(obj_type)
-    with _extractor_lock:
-        _extractors[obj_type] = f
+        f = _make_extractor(obj_type)
+        with _extractor_lock:
+            _extractors[obj_type] = f
+    if f is None and sample is not None and "__cuda_array_interface__" in getattr(sample, "__dict__", ()):
+        return _extract_cai
     return f
 
 
@@ -235,7 +242,10 @@ def _cai_dtype(obj, typestr: str) -> str:
 
 
 def _extract_cai(obj):
-    cai = obj.__cuda_array_interface__
+    try:
+        cai = obj.__cuda_array_interface__
+    except AttributeError:  # an instance-attribute producer whose sibling lacks it
+        raise TypeError(f"{type(obj).__qualname__} object has no __cuda_array_interface__") from None
     if cai.get("mask") is not None:
         raise TypeError("masked __cuda_array_interface__ arrays are not supported")
     return int(cai["data"][0]), _cai_dtype(obj, cai["typestr"])
@@ -441,6 +451,18 @@ class DeviceArray:
     def __dlpack_device__(self):
         return (_DL_CUDA, self.device)
 
+    def __dlpack__(self, stream=None, max_version=None, dl_device=None, copy=None):
+        """A 'dltensor' capsule over this array's memory (no copy).
+
+        tylo's copies are synchronous and DeviceArray has no pending work, so
+        ``stream`` needs no ordering. The consumer's deleter call (or the capsule's
+        destructor when it is never consumed) releases the array reference it holds."""
+        if copy:
+            raise BufferError("DeviceArray.__dlpack__ exports without copying (copy=True is not supported)")
+        if dl_device is not None and tuple(int(v) for v in dl_device) != (_DL_CUDA, self.device):
+            raise BufferError(f"DeviceArray lives on CUDA device {self.device}; cannot export to {dl_device}")
+        return _export_dlpack(self)
+
     def copy_from_host(self, array) -> "DeviceArray":
         a = np.ascontiguousarray(array)
         if a.shape != self.shape or a.dtype != self.dtype:
@@ -470,6 +492,62 @@ class DeviceArray:
                 self.free()
         except Exception:
             pass  # interpreter shutdown or context already gone: nothing to do
+
+
+# -------------------------------------------------------------- DLPack export
+
+_DLDeleter = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_CapsuleDestructor = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+_capsule_new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p, _CapsuleDestructor)(
+    ("PyCapsule_New", ctypes.pythonapi))
+# PYFUNCTYPE: these C-API calls must run holding the GIL (the destructor callback holds it)
+_raw_capsule_is_valid = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_char_p)(
+    ("PyCapsule_IsValid", ctypes.pythonapi))
+_raw_capsule_get_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi))
+# exported tensors alive in a consumer: address of the DLManagedTensor -> (array, ctypes buffers)
+_exports: dict[int, tuple] = {}
+_exports_lock = threading.Lock()
+
+
+def _dl_dtype(name: str) -> _DLDataType:
+    for (code, bits), n in _DLPACK_DTYPES.items():
+        if n == name:
+            return _DLDataType(code, bits, 1)
+    raise BufferError(f"dtype {name} has no DLPack code")  # pragma: no cover - every tylo dtype has one
+
+
+def _release_export(address: int) -> None:
+    with _exports_lock:
+        _exports.pop(address, None)
+
+
+@_DLDeleter
+def _dlpack_deleter(managed_address):
+    """Called by the consumer when it no longer needs the memory (dlpack.h DLManagedTensor.deleter)."""
+    _release_export(managed_address)
+
+
+@_CapsuleDestructor
+def _dlpack_capsule_destructor(capsule_address):
+    """A capsule still named 'dltensor' at destruction was never consumed: release it ourselves."""
+    if _raw_capsule_is_valid(capsule_address, b"dltensor"):
+        _release_export(_raw_capsule_get_pointer(capsule_address, b"dltensor"))
+
+
+def _export_dlpack(array: DeviceArray):
+    ndim = len(array.shape)
+    shape = (ctypes.c_int64 * max(ndim, 1))(*array.shape)
+    strides = (ctypes.c_int64 * max(ndim, 1))(*_c_strides(array.shape))
+    managed = _DLManagedTensor()
+    managed.dl_tensor = _DLTensor(array.ptr, _DLDevice(_DL_CUDA, array.device), ndim, _dl_dtype(array.dtype_name),
+                                  shape, strides, 0)
+    managed.manager_ctx = None
+    managed.deleter = ctypes.cast(_dlpack_deleter, ctypes.c_void_p)
+    address = ctypes.addressof(managed)
+    with _exports_lock:
+        _exports[address] = (array, managed, shape, strides)
+    return _capsule_new(address, b"dltensor", _dlpack_capsule_destructor)
 
 
 def empty(shape, dtype) -> DeviceArray:
