@@ -1,12 +1,12 @@
 """CUDA stream arguments -> raw CUstream handles (ints).
 
-Semantics of ``stream=None``: handle 0, the CUDA *legacy default stream*.
-tylo does NOT pick up torch's (or cupy's) current stream implicitly: code
-that runs torch on a non-default stream must pass it, e.g.
-``kernel[grid](..., stream=torch.cuda.current_stream())``. Work on the
-legacy default stream is ordered with all blocking streams, so with torch's
-default setup (its default stream IS the legacy default stream) nothing
-needs to be passed.
+Semantics of ``stream=None``: when an argument is a torch tensor (or a cupy
+array), the launch goes to that framework's *current* stream, as Triton does,
+so ``with torch.cuda.stream(s): kernel[grid, block](x, ...)`` is ordered with
+the work queued on ``s``; the first such argument decides. Otherwise handle 0,
+the CUDA *legacy default stream*. An explicit ``stream=`` always wins.
+``current_stream_getter(type)`` gives the cheap per-launch lookup (a raw
+handle from torch's C API; no Python stream object per launch).
 
 Accepted: None, int handles (0 = legacy default, 2 = per-thread default),
 objects with ``__cuda_stream__()`` -> (version, handle) (the CUDA stream
@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import threading
 
-__all__ = ["stream_handle", "stream_resolver"]
+__all__ = ["stream_handle", "stream_resolver", "current_stream_getter"]
 
 _resolvers: dict[type, object] = {}
 _lock = threading.Lock()
@@ -106,3 +106,32 @@ def stream_handle(stream) -> int:
     if stream is None:
         return 0
     return stream_resolver(type(stream))(stream)
+
+
+def _torch_current_stream_getter(torch):
+    get_raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    get_device = getattr(torch._C, "_cuda_getDevice", None)
+    if get_raw is not None and get_device is not None:
+        return lambda: get_raw(get_device())
+    return lambda: int(torch.cuda.current_stream().cuda_stream)  # pragma: no cover - older torch
+
+
+def _cupy_current_stream_getter(cupy):
+    return lambda: int(cupy.cuda.get_current_stream().ptr)
+
+
+def current_stream_getter(array_type: type):
+    """A zero-argument function returning the current stream handle of the framework that
+    owns arrays of ``array_type`` (torch tensors, cupy arrays), or None for other types."""
+    import sys
+
+    mod = getattr(array_type, "__module__", "") or ""
+    if mod.startswith("torch"):
+        torch = sys.modules.get("torch")
+        if torch is not None and isinstance(array_type, type) and issubclass(array_type, torch.Tensor):
+            return _torch_current_stream_getter(torch)
+    if mod.startswith("cupy"):
+        cupy = sys.modules.get("cupy")
+        if cupy is not None and isinstance(array_type, type) and issubclass(array_type, cupy.ndarray):
+            return _cupy_current_stream_getter(cupy)
+    return None
