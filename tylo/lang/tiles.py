@@ -22,7 +22,7 @@ from ..ir import types as T
 from ..ir.core import Value
 from ..ir.types import PointerType
 from ..layouts import ComposedLayout, Layout, Ownership, ownership_table, vector_access_plan
-from ..layouts import permutedims as _permute_layout
+from ..layouts import permutedims as layout_permutedims
 from . import core as L
 from .base import LangError, builtin
 from .fragment import Fragment, PackedFragment
@@ -98,7 +98,7 @@ class Tile:
                 raise LangError(f"window origin {origin} with shape {shape} leaves the tile's shape {self.shape}")
             if check and _is_int(e) and s > e:
                 raise LangError(f"window shape {shape} is larger than the tile's shape {self.shape}")
-        new_origin = tuple(_add(a, b) for a, b in zip(self.origin, origin))
+        new_origin = tuple(add_origin(a, b) for a, b in zip(self.origin, origin))
         align = self.align
         if all(_is_int(o) for o in origin):
             delta = _static_offset(self.layout, self.origin, origin)
@@ -107,7 +107,7 @@ class Tile:
         return Tile(self.ptr, self.layout, shape, new_origin, align)
 
     def __tylo_permutedims__(self, perm):
-        return Tile(self.ptr, _permute_layout(self.layout, perm), tuple(self.shape[p] for p in perm),
+        return Tile(self.ptr, layout_permutedims(self.layout, perm), tuple(self.shape[p] for p in perm),
                     tuple(self.origin[p] for p in perm), self.align)
 
     # -- addressing ------------------------------------------------------------------------------
@@ -179,7 +179,8 @@ def _leaves(s):
         yield s
 
 
-def _add(a, b):
+def add_origin(a, b):
+    """``a + b`` for origin entries: ints add now, runtime parts become a pending sum (see coord_value)."""
     if _is_int(a) and a == 0:
         return b
     if _is_int(b) and b == 0:
@@ -271,7 +272,7 @@ def _window(x, origin, shape, check=True):
 
 
 window = _dual(_window)
-permutedims = _dual(_permute_layout)
+permutedims = _dual(layout_permutedims)
 
 
 # -- transfers between tiles and fragments -------------------------------------------------------
@@ -324,7 +325,7 @@ def _slot_coords(ctx, tile: Tile, o: Ownership, what: str):
         raise LangError(f"{what}: the ownership's shape {o.shape} differs from the tile's shape {tile.shape}")
     _, rel = _separable(o)
     base = _thread_coords(ctx, o)
-    return [tuple(_add(b, c) for b, c in zip(base, r)) for r in rel]
+    return [tuple(add_origin(b, c) for b, c in zip(base, r)) for r in rel]
 
 
 def _accesses(tile: Tile, o: Ownership):
@@ -344,7 +345,8 @@ def _static_storage(tile: Tile):
     return layouts_window(tile.layout, (0,) * len(tile.shape), tile.shape)
 
 
-def _coord_value(ctx, c, wide):
+def coord_value(ctx, c, wide):
+    """An origin entry or coordinate as a runtime int of type ``wide`` (pending sums added here)."""
     if isinstance(c, _Sum):
         return _materialize_sum(ctx, c, wide)
     return wrap(ctx, c, wide)
@@ -352,7 +354,7 @@ def _coord_value(ctx, c, wide):
 
 def _slot_pointer(ctx, tile: Tile, coord):
     wide = T.i64 if tile.space == "global" else T.i32
-    full = tuple(_coord_value(ctx, _add(o, c), wide) for o, c in zip(tile.origin, coord))
+    full = tuple(coord_value(ctx, add_origin(o, c), wide) for o, c in zip(tile.origin, coord))
     off = unwrap(_evaluate(tile.layout, full))
     if _is_int(off) and off == 0:
         return tile.ptr
@@ -443,7 +445,7 @@ def _in_bounds(ctx, coord, bounds):
     for c, b in zip(coord, bounds):
         if b is None:
             continue
-        cv = unwrap(_coord_value(ctx, c, wide))
+        cv = unwrap(coord_value(ctx, c, wide))
         if _is_int(cv) and _is_int(b):
             ok = cv < b
         else:
@@ -695,3 +697,9 @@ def _stmatrix_store(ctx, tile: Tile, frag: Fragment, plan):
     words = pack_bits(ctx, vals, 2)
     for first, m, ptr in _matrix_row_pointers(ctx, tile, frag.ownership, plan):
         stmatrix(ptr, tuple(words[first:first + m]), plan[0], _ctx=ctx)
+
+
+# The old private spellings, still imported by lang/wgmma.py and lang/tcgen05.py (wt-arch); remove once
+# those imports say add_origin / coord_value.
+_add = add_origin
+_coord_value = coord_value
