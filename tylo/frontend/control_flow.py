@@ -100,7 +100,7 @@ class ControlFlowMixin:
         if want_result:
             merged.append("%result")
             pairs.append(tuple(results))
-        joined = self._join(node, merged, pairs, blocks, what="branch")
+        joined = self._join(node, merged, pairs, blocks, what="if")
         trees, leaves = joined
         for blk, side_leaves in zip(blocks, leaves):
             with self.builder.at(blk):
@@ -127,8 +127,9 @@ class ControlFlowMixin:
             la, ta = flatten(a2)
             lb, tb = flatten(b2)
             if ta != tb:
-                raise self.error(node, f"variable '{name}' is {ta.describe()} in one {what} and {tb.describe()} in "
-                                       f"the other; its static structure (layout, shape, dtype) must be the same")
+                raise self.error(node, f"variable '{name}' is {ta.describe()} when the condition holds and "
+                                       f"{tb.describe()} when it does not; both sides of the {what} must leave it "
+                                       f"with the same static structure (layout, shape, dtype, ownership)")
             for x, y in zip(la, lb):
                 if x.type != y.type:
                     raise self.error(node, f"variable '{name}' has type {x.type} in the then-branch and {y.type} in "
@@ -156,7 +157,7 @@ class ControlFlowMixin:
         pos = 0
         for name, tree in zip(names, trees):
             n = count_leaves(tree)
-            out[name] = unflatten(tree, list(results[pos:pos + n]))
+            out[name] = unflatten(tree, list(results[pos:pos + n]), self.ctx)
             pos += n
         return out
 
@@ -330,7 +331,7 @@ class ControlFlowMixin:
             cur = self.scope.get(name, MISSING)
             if cur is MISSING or isinstance(cur, Undefined):
                 raise self.error(node, f"'{name}' is not defined at the end of the loop body")
-            start = unflatten(tree, expected)
+            start = unflatten(tree, expected, self.ctx)
             cur = self._reconcile(node, name, cur, start, "iteration")
             lv, tr = flatten(cur)
             if tr != tree:

@@ -9,6 +9,7 @@ IR through ``ctx.builder``; misuse raises ``LangError``.
 from __future__ import annotations
 
 import math as _pymath
+from dataclasses import dataclass
 
 from ..ir import types as T
 from ..ir.core import Value
@@ -301,6 +302,17 @@ def store(ctx, ptr: Value, value) -> None:
     ctx.builder.create("mem.store", [ptr, value])
 
 
+@dataclass(frozen=True)
+class SharedArrayStatic:
+    """The static part of a SharedArray: its row-major shape and element type."""
+
+    shape: tuple
+    dtype: ScalarType
+
+    def describe(self) -> str:
+        return f"a shared {self.dtype} array of shape {self.shape}"
+
+
 class SharedArray:
     """A statically sized shared-memory array: a shared pointer and a row-major shape.
 
@@ -314,11 +326,11 @@ class SharedArray:
         self.dtype = dtype
 
     def __tylo_flatten__(self):
-        return [self.ptr], ("SharedArray", self.shape, self.dtype)
+        return [self.ptr], SharedArrayStatic(self.shape, self.dtype)
 
     @classmethod
-    def __tylo_unflatten__(cls, static, leaves):
-        return cls(leaves[0], static[1], static[2])
+    def __tylo_unflatten__(cls, static, leaves, ctx):
+        return cls(leaves[0], static.shape, static.dtype)
 
     def _element(self, ctx, index) -> Value:
         idx = index if isinstance(index, tuple) else (index,)

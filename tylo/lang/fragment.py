@@ -16,6 +16,8 @@ transfers consume.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..ir import types as T
 from ..ir.core import Value
 from ..ir.types import ScalarType
@@ -25,7 +27,7 @@ from ..layouts import relayout_plan, same_distribution
 from . import core as L
 from .base import LangError, builtin
 
-__all__ = ["Fragment", "PackedFragment", "full", "pack", "unpack", "fragment", "relayout"]
+__all__ = ["Fragment", "PackedFragment", "FragmentStatic", "full", "pack", "unpack", "fragment", "relayout"]
 
 
 class _Method:
@@ -39,6 +41,21 @@ class _Method:
 
     def __call__(self, *args, _ctx, **kwargs):
         return self.fn(self.obj, *args, _ctx=_ctx, **kwargs)
+
+
+@dataclass(frozen=True)
+class FragmentStatic:
+    """The static part of a Fragment (or, with ``packed``, a PackedFragment): dtype and ownership."""
+
+    dtype: ScalarType
+    ownership: Ownership
+    packed: bool = False
+
+    def describe(self) -> str:
+        kind = f"packed {self.dtype}" if self.packed else str(self.dtype)
+        # the article as the name is spoken: "an f32", "a bf16", "a u8"
+        article = "an" if kind[0] in "aefhilmnorsx" else "a"
+        return f"{article} {kind} fragment with ownership {ownership_name(self.ownership)}"
 
 
 class Fragment:
@@ -55,11 +72,11 @@ class Fragment:
 
     # -- structured value protocol -------------------------------------------------
     def __tylo_flatten__(self):
-        return list(self.values), (self.dtype, self.ownership)
+        return list(self.values), FragmentStatic(self.dtype, self.ownership)
 
     @classmethod
-    def __tylo_unflatten__(cls, static, leaves):
-        return cls(static[0], static[1], leaves)
+    def __tylo_unflatten__(cls, static, leaves, ctx):
+        return cls(static.dtype, static.ownership, leaves)
 
     def __repr__(self):
         return f"Fragment({self.dtype}, {ownership_name(self.ownership)})"
@@ -190,11 +207,11 @@ class PackedFragment:
         self.words = words
 
     def __tylo_flatten__(self):
-        return list(self.words), (self.dtype, self.ownership)
+        return list(self.words), FragmentStatic(self.dtype, self.ownership, packed=True)
 
     @classmethod
-    def __tylo_unflatten__(cls, static, leaves):
-        return cls(static[0], static[1], leaves)
+    def __tylo_unflatten__(cls, static, leaves, ctx):
+        return cls(static.dtype, static.ownership, leaves)
 
     def __tylo_getattr__(self, ctx, name):
         if name in ("dtype", "ownership", "words"):

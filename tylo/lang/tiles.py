@@ -17,6 +17,7 @@ are widened to 64 bits before they are multiplied by strides.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from ..ir import types as T
 from ..ir.core import Value
@@ -28,12 +29,42 @@ from .base import LangError, builtin
 from .fragment import Fragment, PackedFragment
 from .indexing import RuntimeInt, unwrap, wrap
 
-__all__ = ["Tile", "GlobalTile", "SharedTile", "load", "store", "store_bounded", "copy_async", "window", "permutedims",
-           "thread_in_group"]
+__all__ = ["Tile", "TileStatic", "GlobalTile", "SharedTile", "load", "store", "store_bounded", "copy_async", "window",
+           "permutedims", "thread_in_group"]
 
 
 def _is_int(x) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _pattern_text(x) -> str:
+    """CuTe-style text of a shape/stride pattern, ``?`` for a runtime entry."""
+    if isinstance(x, tuple):
+        return "(" + ",".join(_pattern_text(e) for e in x) + ")"
+    return "?" if x is None else str(x)
+
+
+@dataclass(frozen=True)
+class TileStatic:
+    """The static part of a Tile (the pointer, runtime origin entries and runtime strides are leaves).
+
+    ``layout``: the layout, or for a layout with runtime leaves its ``(shape, stride)`` pattern with
+    None at each runtime leaf (``runtime_leaves`` of them); ``shape``/``origin``: None at runtime entries.
+    """
+
+    layout: object
+    shape: tuple
+    origin: tuple
+    align: int
+    runtime_leaves: int = 0
+
+    def describe(self) -> str:
+        if self.runtime_leaves:
+            layout = f"{_pattern_text(self.layout[0])}:{_pattern_text(self.layout[1])} (? = runtime)"
+        else:
+            layout = repr(self.layout)
+        return (f"a tile with layout {layout}, shape {_pattern_text(self.shape)}, origin "
+                f"{_pattern_text(self.origin)} and {self.align}-byte alignment")
 
 
 class Tile:
@@ -61,26 +92,25 @@ class Tile:
         origin = [unwrap(o) for o in self.origin]
         leaves = [self.ptr] + [o for o in origin if isinstance(o, Value)]
         pattern = tuple(o if _is_int(o) else None for o in origin)
-        layout_key, dyn, ctx = self.layout, [], None
+        layout_key, dyn = self.layout, []
         shape = self.shape
         if isinstance(self.layout, Layout) and not self.layout.is_static:
             dyn = [x for x in _leaves((self.layout.shape, self.layout.stride)) if isinstance(x, RuntimeInt)]
-            ctx = dyn[0].ctx
             layout_key = _stride_pattern((self.layout.shape, self.layout.stride))
             leaves += [x.value for x in dyn]
             shape = _stride_pattern(self.shape)
-        return leaves, (layout_key, shape, pattern, self.align, len(dyn), ctx)
+        return leaves, TileStatic(layout_key, shape, pattern, self.align, len(dyn))
 
     @classmethod
-    def __tylo_unflatten__(cls, static, leaves):
-        layout, shape, pattern, align, n_dyn, ctx = static
+    def __tylo_unflatten__(cls, static, leaves, ctx):
         it = iter(leaves[1:])
-        origin = tuple(next(it) if o is None else o for o in pattern)
-        if n_dyn:
+        origin = tuple(next(it) if o is None else o for o in static.origin)
+        layout, shape = static.layout, static.shape
+        if static.runtime_leaves:
             shape_tree, stride_tree = _fill_strides(layout, it, ctx)
             layout = Layout(shape_tree, stride_tree)
             shape = _extents(layout) if None in shape else shape
-        return cls(leaves[0], layout, shape, origin, align)
+        return cls(leaves[0], layout, shape, origin, static.align)
 
     def __repr__(self):
         return f"Tile({self.ptr.type}, {self.layout!r}, shape={self.shape})"
