@@ -41,6 +41,7 @@ from .layout import (
 
 __all__ = [
     "coalesce",
+    "coalesce_modes",
     "compose",
     "complement",
     "right_inverse",
