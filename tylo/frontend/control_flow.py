@@ -9,7 +9,7 @@ or ``return`` become ``scf.while`` with the jump flags carried around the back-e
 from __future__ import annotations
 
 import ast
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..ir import types as T
 from ..ir.core import Block, Value
@@ -23,9 +23,12 @@ __all__ = ["ControlFlowMixin", "Loop", "count_leaves"]
 
 @dataclass
 class Loop:
+    """The scope names of one loop's jump flags and (range loops that can break) its induction variable;
+    numbered by nesting depth so an inner loop never touches an outer loop's names."""
+
     brk: str
     cont: str
-    exits: list = field(default_factory=list)  # flag names that end the loop
+    iv: str
 
 
 def count_leaves(tree) -> int:
@@ -217,7 +220,7 @@ class ControlFlowMixin:
 
     def _push_loop(self) -> Loop:
         n = len(self.loops)
-        loop = Loop(f"%brk{n}", f"%cont{n}")
+        loop = Loop(f"%brk{n}", f"%cont{n}", f"%iv{n}")
         self.loops.append(loop)
         return loop
 
@@ -354,8 +357,8 @@ class ControlFlowMixin:
             self.scope.setdefault(RET, False)
         extra = list(exits)
         if induction is not None:
-            self.scope["%iv"] = induction[0]
-            extra.append("%iv")
+            self.scope[loop.iv] = induction[0]
+            extra.append(loop.iv)
         carried = self._carried(node.body, extra)
         before = dict(self.scope)
         init_leaves, trees = self._flatten_carried(carried)
@@ -368,7 +371,7 @@ class ControlFlowMixin:
         with self.builder.at(cond_block):
             if induction is not None:
                 _, ub, step, static_step = induction
-                iv = self.scope["%iv"]
+                iv = self.scope[loop.iv]
                 if isinstance(static_step, int):
                     cond = L.compare(self.ctx, "<" if static_step > 0 else ">", iv, ub)
                 else:
@@ -388,18 +391,18 @@ class ControlFlowMixin:
         self.scope[loop.cont] = False
         with self.builder.at(body):
             if induction is not None:
-                self.assign(node.target, self.scope["%iv"])
+                self.assign(node.target, self.scope[loop.iv])
             self.visit_body(node.body)
             if induction is not None:
                 # the increment runs unless the loop is exiting anyway
-                self.scope["%iv"] = L.binary(self.ctx, "+", self.scope["%iv"], induction[2])
+                self.scope[loop.iv] = L.binary(self.ctx, "+", self.scope[loop.iv], induction[2])
             final = self._back_edge(node, carried, trees, init_leaves)
             self.builder.create("scf.yield", final)
         body_scope = self.scope
         self.scope = before
         op = self.builder.create("scf.while", init_leaves, types, blocks=[cond_block, body])
         self.scope.update(self._rebuild(carried, trees, op.results))
-        self.scope.pop("%iv", None)
+        self.scope.pop(loop.iv, None)
         self._mark_loop_locals(node, body_scope, before, getattr(node, "target", None))
 
     def visit_While(self, node):

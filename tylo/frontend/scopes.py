@@ -3,8 +3,9 @@
 A scope is a plain dict from a variable name to its value: a Python object (compile-time),
 an IR ``Value`` (runtime) or a structured value. Names starting with ``%`` are the
 frontend's own: the jump flags ``%ret``/``%brk<n>``/``%cont<n>`` (True/False at compile
-time, a runtime bool after a runtime branch), the helper's return value and a loop's
-induction variable. Lookup order: the scope, the function's closure, its module globals,
+time, a runtime bool after a runtime branch), the helper's return value and
+the induction variables ``%iv<n>`` of range loops that can break. Lookup order: the scope, the
+function's closure, its module globals,
 Python's builtins.
 """
 from __future__ import annotations
@@ -12,12 +13,11 @@ from __future__ import annotations
 import ast
 import builtins
 
-__all__ = ["Undefined", "MISSING", "RET", "RETVAL", "IV", "PY_BUILTINS", "is_jump_flag", "jumps", "assigned_names"]
+__all__ = ["Undefined", "MISSING", "RET", "RETVAL", "PY_BUILTINS", "is_jump_flag", "jumps", "assigned_names"]
 
 MISSING = object()
 RET = "%ret"
 RETVAL = "%retval"
-IV = "%iv"
 
 PY_BUILTINS = {name: getattr(builtins, name) for name in dir(builtins) if not name.startswith("_")}
 
@@ -27,6 +27,9 @@ class Undefined:
 
     def __init__(self, reason: str):
         self.reason = reason
+
+    def __repr__(self) -> str:  # never shown as an object address if it reaches a message
+        return f"an undefined name ({self.reason})"
 
 
 def is_jump_flag(name: str) -> bool:
