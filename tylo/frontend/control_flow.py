@@ -31,6 +31,10 @@ class Loop:
     iv: str
 
 
+def _scalar_value(x) -> bool:
+    return isinstance(x, Value) and isinstance(x.type, ScalarType)
+
+
 def count_leaves(tree) -> int:
     if tree.kind == "leaf":
         return 1
@@ -64,8 +68,9 @@ class ControlFlowMixin:
             raise self.error(node, f"cannot use {self.describe(value)} as a runtime condition")
         return L.to_bool(self.ctx, value)
 
-    def runtime_if(self, cond: Value, then_fn, else_fn, node, want_result=False):
-        """Emit ``scf.if`` and merge the variables both branches leave behind."""
+    def runtime_if(self, cond: Value, then_fn, else_fn, node, want_result=False, promote_result=False):
+        """Emit ``scf.if`` and merge the variables both branches leave behind; with ``want_result``, return the
+        join of the two branch functions' results (promoted to a common scalar type if ``promote_result``)."""
         before = dict(self.scope)
         blocks = [Block(), Block()]
         scopes = []
@@ -103,7 +108,8 @@ class ControlFlowMixin:
         if want_result:
             merged.append("%result")
             pairs.append(tuple(results))
-        joined = self._join(node, merged, pairs, blocks, what="if")
+        joined = self._join(node, merged, pairs, blocks, what="if",
+                            promote=("%result",) if promote_result else ())
         trees, leaves = joined
         for blk, side_leaves in zip(blocks, leaves):
             with self.builder.at(blk):
@@ -116,7 +122,7 @@ class ControlFlowMixin:
                 self.scope[name] = v
         return values.get("%result")
 
-    def _join(self, node, names, pairs, blocks, what):
+    def _join(self, node, names, pairs, blocks, what, promote=()):
         """Reconcile each (a, b) pair of values; emit conversions at the end of each block.
 
         Returns the tree definitions and the leaves of each side.
@@ -127,6 +133,12 @@ class ControlFlowMixin:
                 a2 = self._reconcile(node, name, a, b, what)
             with self.builder.at(blocks[1]):
                 b2 = self._reconcile(node, name, b, a2, what)
+            if name in promote and _scalar_value(a2) and _scalar_value(b2) and a2.type != b2.type:
+                t = T.promote(a2.type, b2.type)
+                with self.builder.at(blocks[0]):
+                    a2 = L.cast(a2, t, _ctx=self.ctx)
+                with self.builder.at(blocks[1]):
+                    b2 = L.cast(b2, t, _ctx=self.ctx)
             la, ta = flatten(a2)
             lb, tb = flatten(b2)
             if ta != tb:
@@ -134,6 +146,9 @@ class ControlFlowMixin:
                                        f"{tb.describe()} when it does not; both sides of the {what} must leave it "
                                        f"with the same static structure (layout, shape, dtype, ownership)")
             for x, y in zip(la, lb):
+                if x.type != y.type and name == "%result":
+                    raise self.error(node, f"the two possible values of this expression have types {x.type} and "
+                                           f"{y.type}; convert one with .to(tylo.{x.type}) so both agree")
                 if x.type != y.type:
                     raise self.error(node, f"variable '{name}' has type {x.type} in the then-branch and {y.type} in "
                                            f"the else-branch; convert one side with .to(tylo.{x.type}) so both agree")
@@ -287,17 +302,32 @@ class ControlFlowMixin:
         (lb, ub, step), static_step = self._range_values(node, args)
         has_break = any(jumps(s, (ast.Break,)) for s in node.body)
         has_return = any(jumps(s, (ast.Return,)) for s in node.body)
+        targets = self._targets_defined_before(node, lb.type)
         loop = self._push_loop()
         try:
             if has_break or has_return:
-                self._while_loop(node, loop, has_return, induction=(lb, ub, step, static_step))
+                self._while_loop(node, loop, has_return, induction=(lb, ub, step, static_step), targets=targets)
             else:
-                self._for_loop(node, loop, lb, ub, step)
+                self._for_loop(node, loop, lb, ub, step, targets)
         finally:
             self._pop_loop(loop)
 
-    def _for_loop(self, node, loop, lb, ub, step):
-        carried = self._carried(node.body)
+    def _targets_defined_before(self, node, iv_type):
+        """Loop target names that already hold a value: they are carried around the loop, so after it they hold
+        the last value the body left (n - 1 for ``for i in range(n)``), or the value from before the loop when
+        it ran no iteration, as in Python. A Python int there becomes a runtime value of the induction type."""
+        names = []
+        for name in assigned_names([ast.Assign(targets=[node.target], value=None)]):
+            value = self.scope.get(name, MISSING)
+            if value is MISSING or isinstance(value, Undefined):
+                continue
+            if isinstance(value, int) and not isinstance(value, bool):
+                self.scope[name] = L.to_value(self.ctx, value, iv_type)
+            names.append(name)
+        return names
+
+    def _for_loop(self, node, loop, lb, ub, step, targets=()):
+        carried = self._carried(node.body, targets)
         before = dict(self.scope)
         init_leaves, trees = self._flatten_carried(carried)
         body = Block([lb.type] + [v.type for v in init_leaves])
@@ -348,14 +378,14 @@ class ControlFlowMixin:
             leaves += lv
         return leaves
 
-    def _while_loop(self, node, loop, has_return, induction=None, test=None):
+    def _while_loop(self, node, loop, has_return, induction=None, test=None, targets=()):
         """``scf.while`` for ``while`` statements and for ``range`` loops that can break."""
         has_break = any(jumps(s, (ast.Break,)) for s in node.body)
         exits = ([loop.brk] if has_break else []) + ([RET] if has_return else [])
         self.scope[loop.brk] = False
         if has_return:
             self.scope.setdefault(RET, False)
-        extra = list(exits)
+        extra = list(exits) + list(targets)
         if induction is not None:
             self.scope[loop.iv] = induction[0]
             extra.append(loop.iv)

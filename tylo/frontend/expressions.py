@@ -10,6 +10,7 @@ import ast
 
 from ..ir import types as T
 from ..ir.core import Value
+from ..ir.types import ScalarType
 from ..lang import core as L
 from .calls import VALUE_METHODS, BoundMethod
 
@@ -150,26 +151,45 @@ class ExpressionsMixin:
         return L.binary(self.ctx, "&", L.to_bool(self.ctx, a), L.to_bool(self.ctx, b))
 
     def visit_BoolOp(self, node):
-        # Runtime operands are both evaluated (no short circuit); compile-time ones short-circuit.
+        """Python's ``and``/``or``: the value of the operand that decides (``x and y`` is ``y if x else x``),
+        evaluated left to right with short circuit. Compile-time operands decide in the compiler."""
         is_and = isinstance(node.op, ast.And)
-        result = None
-        for value_node in node.values:
-            v = self.visit(value_node)
-            if result is None:
-                result = v
-            elif isinstance(result, Value) or isinstance(v, Value):
-                a = L.to_bool(self.ctx, result)
-                if not isinstance(v, Value):
-                    if bool(v) == is_and:
-                        continue
-                    return v
-                result = L.binary(self.ctx, "&" if is_and else "|", a, L.to_bool(self.ctx, v))
+        result = self.visit(node.values[0])
+        for value_node in node.values[1:]:
+            if isinstance(result, Value):
+                result = self._runtime_bool_op(node, result, value_node, is_and)
                 continue
-            else:
-                result = v
-            if not isinstance(result, Value) and bool(result) != is_and:
+            if self.truth(node, result) != is_and:
                 return result
+            result = self.visit(value_node)
         return result
+
+    def _runtime_bool_op(self, node, left, right_node, is_and):
+        """``left and right`` / ``left or right`` for a runtime ``left``."""
+        if not isinstance(left.type, ScalarType):
+            raise self.error(node, f"cannot use a runtime {left.type} as an operand of '{'and' if is_and else 'or'}'")
+        cond = L.to_bool(self.ctx, left)
+        if not _has_effects(right_node):
+            # evaluating a right operand without effects early is unobservable: a select, no branch
+            right = self.visit(right_node)
+            if left.type.is_bool and isinstance(right, bool):
+                return left if right == is_and else right  # x and True is x; x and False is False
+            if left.type.is_bool and isinstance(right, Value) and right.type == left.type:
+                return L.binary(self.ctx, "&" if is_and else "|", left, right)
+            if not isinstance(right, Value) and not isinstance(right, L.PY_SCALARS) or \
+                    isinstance(right, Value) and not isinstance(right.type, ScalarType):
+                raise self.error(right_node, f"cannot combine a runtime {left.type} with {self.describe(right)} "
+                                             f"in '{'and' if is_and else 'or'}'; both operands must be scalars")
+            return L.where(cond, right, left, _ctx=self.ctx) if is_and else L.where(cond, left, right, _ctx=self.ctx)
+        # a right operand with effects (loads, calls, division) runs only when it decides, as in Python
+        def right():
+            return self.visit(right_node)
+
+        def keep():
+            return left
+
+        return self.runtime_if(cond, right if is_and else keep, keep if is_and else right, node, want_result=True,
+                               promote_result=True)
 
     def visit_IfExp(self, node):
         cond = self.visit(node.test)
@@ -271,3 +291,14 @@ class ExpressionsMixin:
         finally:
             self.scope = saved
         return kind(out)
+
+
+def _has_effects(node) -> bool:
+    """Might evaluating ``node`` do something observable besides producing its value (a load, a call, a
+    division that could trap)? Such operands of ``and``/``or`` are evaluated only when they decide."""
+    for sub in ast.walk(node):
+        if isinstance(sub, (ast.Call, ast.Subscript, ast.NamedExpr, ast.Await, ast.Yield, ast.YieldFrom)):
+            return True
+        if isinstance(sub, ast.BinOp) and isinstance(sub.op, (ast.Div, ast.FloorDiv, ast.Mod)):
+            return True
+    return False
