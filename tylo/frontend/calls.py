@@ -50,9 +50,11 @@ class CallsMixin:
             else:
                 kwargs[kw.arg] = self.visit(kw.value)
         if isinstance(fn, BoundMethod):
-            return VALUE_METHODS[fn.name](self.ctx, fn.value, *args, **kwargs)
+            method = VALUE_METHODS[fn.name]
+            self._bind(node, method, f"{fn.name}()", (self.ctx, fn.value, *args), kwargs, skip=2)
+            return method(self.ctx, fn.value, *args, **kwargs)
         if is_builtin(fn):
-            return fn(*args, _ctx=self.ctx, **kwargs)
+            return self._call_builtin(node, fn, args, kwargs)
         if isinstance(fn, ScalarType):
             if len(args) != 1 or kwargs:
                 raise self.error(node, f"tylo.{fn.name}(x) takes exactly one value to convert")
@@ -65,7 +67,9 @@ class CallsMixin:
                                    "@tylo.func to inline it")
         runtime = any(flatten(a)[0] for a in args) or any(flatten(v)[0] for v in kwargs.values())
         if fn in RUNTIME_PY_BUILTINS and runtime:
-            return RUNTIME_PY_BUILTINS[fn](self, node, *args, **kwargs)
+            handler = RUNTIME_PY_BUILTINS[fn]
+            self._bind(node, handler, f"{fn.__name__}() on runtime values", (self, node, *args), kwargs, skip=2)
+            return handler(self, node, *args, **kwargs)
         if runtime and accepts_runtime_ints(fn):
             args = [wrap_tree(self.ctx, a) for a in args]
             kwargs = {k: wrap_tree(self.ctx, v) for k, v in kwargs.items()}
@@ -73,6 +77,10 @@ class CallsMixin:
                 return fn(*args, **kwargs)
             except (ValueError, TypeError) as exc:
                 raise self.error(node, f"{getattr(fn, '__qualname__', fn)}: {exc}") from None
+        if runtime and getattr(fn, "__module__", "").startswith("tylo."):
+            hint = "; use range(...) for a loop with runtime bounds" if fn is L.static_range else ""
+            raise self.error(node, f"tylo.{fn.__name__} takes compile-time arguments only, got "
+                                   f"{self.describe(_first_runtime(args, kwargs))}{hint}")
         if runtime:
             name = getattr(fn, "__qualname__", repr(fn))
             raise self.error(node, f"{name} is called with runtime values but is neither a tylo builtin nor a "
@@ -86,6 +94,34 @@ class CallsMixin:
         except Exception as exc:
             name = getattr(fn, "__qualname__", repr(fn))
             raise self.error(node, f"calling {name} at compile time raised {type(exc).__name__}: {exc}") from None
+
+    def _call_builtin(self, node, fn, args, kwargs):
+        """A tylo builtin: its arguments are bound against its Python signature first, so a wrong count or
+        keyword is the user's error; a TypeError/ValueError/ArithmeticError while it computes on compile-time
+        values only (``tylo.log(-1.0)``) is too. With runtime arguments such an exception is tylo's bug."""
+        name = f"tylo.{getattr(fn, '__name__', type(fn).__name__)}"
+        self._bind(node, fn, f"{name}()", args, dict(kwargs, _ctx=self.ctx))
+        if any(flatten(a)[0] for a in args) or any(flatten(v)[0] for v in kwargs.values()):
+            return fn(*args, _ctx=self.ctx, **kwargs)
+        try:
+            return fn(*args, _ctx=self.ctx, **kwargs)
+        except (TypeError, ValueError, ArithmeticError) as exc:
+            shown = ", ".join([repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()])
+            raise self.error(node, f"{name}({shown}) failed at compile time: {exc}") from None
+
+    def _bind(self, node, fn, what, args, kwargs, skip=0):
+        """Check ``fn(*args, **kwargs)`` against ``fn``'s signature; the first ``skip`` positional parameters and
+        ``_ctx`` are the compiler's, not shown in the message."""
+        try:
+            sig = inspect.signature(fn)
+        except (TypeError, ValueError):  # no signature to check (a C function): the call itself will say
+            return
+        try:
+            sig.bind(*args, **kwargs)
+        except TypeError as exc:
+            params = [p for p in list(sig.parameters.values())[skip:] if p.name != "_ctx"]
+            shown = sig.replace(parameters=params, return_annotation=inspect.Signature.empty)
+            raise self.error(node, f"{what}: {exc}; it takes {shown}") from None
 
     def _inline(self, node, fn, args, kwargs):
         if self.depth > 64:
@@ -158,5 +194,9 @@ RUNTIME_PY_BUILTINS = {
     float: lambda gen, node, x: L.cast(x, T.f32, _ctx=gen.ctx),
     int: lambda gen, node, x: L.cast(x, T.i32, _ctx=gen.ctx),
     bool: lambda gen, node, x: L.to_bool(gen.ctx, x),
-    print: lambda gen, node, *a: gen.print_values(node, *a),
+    print: lambda gen, node, *values: gen.print_values(node, *values),
 }
+
+
+def _first_runtime(args, kwargs):
+    return next(x for x in [*args, *kwargs.values()] if flatten(x)[0])

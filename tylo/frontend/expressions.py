@@ -84,7 +84,10 @@ class ExpressionsMixin:
                     x = repr(x)
                 elif v.conversion == ord("s"):
                     x = str(x)
-                parts.append(format(x, spec))
+                try:
+                    parts.append(format(x, spec))
+                except (TypeError, ValueError) as exc:
+                    raise self.error(v, f"formatting {self.describe(x)} with '{spec}' failed: {exc}") from None
         return "".join(parts)
 
     def visit_FormattedValue(self, node):
@@ -113,7 +116,11 @@ class ExpressionsMixin:
         if hook is not None:
             return v.__tylo_unary__(self.ctx, op)
         if not isinstance(v, Value):
-            return {"-": lambda x: -x, "+": lambda x: +x, "~": lambda x: ~x, "not": lambda x: not x}[op](v)
+            try:
+                return {"-": lambda x: -x, "+": lambda x: +x, "~": lambda x: ~x, "not": lambda x: not x}[op](v)
+            except Exception as exc:
+                raise self.error(node, f"{op}{self.describe(v)} failed at compile time: {type(exc).__name__}: "
+                                       f"{exc}") from None
         return L.unary(self.ctx, op, v)
 
     def visit_Compare(self, node):
@@ -134,7 +141,11 @@ class ExpressionsMixin:
                 elif isinstance(left, Value) or isinstance(right, Value):
                     r = L.compare(self.ctx, op, left, right)
                 else:
-                    r = PY_CMP[op](left, right)
+                    try:
+                        r = PY_CMP[op](left, right)
+                    except Exception as exc:
+                        raise self.error(node, f"{self.describe(left)} {op} {self.describe(right)} failed at compile "
+                                               f"time: {type(exc).__name__}: {exc}") from None
             result = r if result is True else self._and(result, r)
             if result is False:
                 return False

@@ -24,6 +24,7 @@ from ..ir.core import Value
 from ..ir.types import PointerType
 from ..layouts import ComposedLayout, Layout, Ownership, ownership_table, vector_access_plan
 from ..layouts import permutedims as layout_permutedims
+from ..layouts.ownership import ownership_name
 from . import core as L
 from .base import LangError, builtin
 from .fragment import Fragment, PackedFragment
@@ -307,9 +308,16 @@ permutedims = _dual(layout_permutedims)
 
 # -- transfers between tiles and fragments -------------------------------------------------------
 
-def thread_in_group(ctx, threads: int):
+def thread_in_group(ctx, threads: int, who: str = "this ownership"):
     """This thread's index within an ownership of ``threads`` threads (groups of consecutive
-    linear thread indices)."""
+    linear thread indices). When the block is known (``maxntid``, the launch's ``block``), it must have
+    at least ``threads`` threads: otherwise the slots of the missing threads would silently never be read
+    or written."""
+    block = ctx.kernel.attrs.get("maxntid")
+    if block is not None and math.prod(block) < threads:
+        raise LangError(f"{who} spreads the tile over {threads} threads, but the block has only "
+                        f"{math.prod(block)} ({'x'.join(map(str, block))}); launch with at least {threads} threads "
+                        f"or choose an ownership of at most {math.prod(block)}")
     tid = L.linear_thread_index(ctx)
     if threads & (threads - 1) == 0:
         return L.binary(ctx, "&", tid, threads - 1)
@@ -334,7 +342,7 @@ def _thread_coords(ctx, o: Ownership):
     ``(0, 0)`` maps to index 0, so slot 0 of thread ``t`` sits at index ``thread_mode(t)``
     (column-major over the logical shape).
     """
-    t = wrap(ctx, thread_in_group(ctx, o.threads))
+    t = wrap(ctx, thread_in_group(ctx, o.threads, f"the ownership {ownership_name(o)}"))
     idx = o.tv_layout[0](t)
     coords = []
     stride = 1
@@ -430,6 +438,7 @@ def store(dst, frag, bounds=None, *, _ctx) -> None:
         raise LangError("store a PackedFragment through a pointer, or unpack it to store into a tile")
     if not isinstance(frag, Fragment):
         raise LangError(f"store needs a Fragment, got {frag!r}")
+    _check_fragment_store(frag, dst, "store")
     plan = _ldmatrix_plan(dst, frag.ownership) if _ctx.sm >= 90 else None
     if plan is not None:  # stmatrix: the same 8x8-matrix geometry as ldmatrix (sm_90+)
         return _stmatrix_store(_ctx, dst, frag, plan)
@@ -506,6 +515,16 @@ def _guarded(ctx, cond, emit):
     ctx.builder.create("scf.if", [cond], [], blocks=[then, other])
 
 
+def _check_fragment_store(frag: Fragment, dst: Tile, what: str) -> None:
+    """The scalar store rule (``core.store_truncates``/``store_converts``) applied to a whole fragment."""
+    vt, elem = frag.dtype, dst.dtype
+    if L.store_truncates(vt, elem):
+        raise LangError(f"{what}: storing a fragment of {vt} into a tile of {elem} would truncate it; convert "
+                        f"explicitly with .astype(tylo.{elem.name})")
+    if not L.store_converts(vt, elem):
+        raise LangError(f"{what}: cannot store a fragment of {vt} into a tile of {elem}")
+
+
 @builtin
 def store_bounded(dst, frag, bounds, *, _ctx) -> None:
     """``store`` that writes only slots whose view coordinate is below ``bounds`` (ragged edges)."""
@@ -514,6 +533,7 @@ def store_bounded(dst, frag, bounds, *, _ctx) -> None:
     bounds = tuple(bounds)
     if len(bounds) != len(dst.shape):
         raise LangError(f"store_bounded needs one bound per axis of {dst.shape}")
+    _check_fragment_store(frag, dst, "store_bounded")
     coords = _slot_coords(_ctx, dst, frag.ownership, "store_bounded")
     for v, coord in zip(frag.values, coords):
         val = L.cast(v, dst.dtype, _ctx=_ctx) if v.type != dst.dtype else v
@@ -584,7 +604,7 @@ def copy_async(dst, src, threads, bounds=None, vector_bytes: int = 16, *, _ctx) 
     total = per_line * other
     if not _is_int(threads) or threads <= 0 or total % threads:
         raise LangError(f"copy_async: {total} vectors do not divide evenly over {threads} threads")
-    tid = thread_in_group(_ctx, threads)
+    tid = thread_in_group(_ctx, threads, f"copy_async with threads={threads}")
     for i in range(total // threads):
         chunk = L.binary(_ctx, "+", tid, i * threads) if i else tid
         line = L.binary(_ctx, "//", chunk, per_line) if per_line > 1 else chunk
@@ -680,7 +700,7 @@ def _int_op(ctx, op, a, b):
 def _matrix_row_pointers(ctx, tile: Tile, o: Ownership, plan):
     """For each instruction of an ldmatrix/stmatrix plan: (first register, count, this lane's row pointer)."""
     trans, groups = plan
-    tgroup = thread_in_group(ctx, o.threads)
+    tgroup = thread_in_group(ctx, o.threads, f"the ownership {ownership_name(o)}")
     lane = L.binary(ctx, "&", tgroup, 31)
     warp_base = L.binary(ctx, "-", tgroup, lane)
     j_in = L.binary(ctx, ">>", lane, 3)      # the matrix this lane addresses
