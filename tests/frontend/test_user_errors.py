@@ -45,6 +45,9 @@ CASES = [
      ["storing a fragment of f32 into a tile of i32 would truncate it", ".astype(tylo.i32)"]),
     ("float_fragment_into_int_tile_bounded", "float_fragment_bounded", "*i32, *f32, i32", {}, 32,
      ["store_bounded: storing a fragment of f32 into a tile of i32 would truncate it"]),
+    # a builtin's message that formats a runtime value with repr() reads "a runtime *f32 (out)"
+    ("store_scalar_through_tile_api", "store_scalar_through_tile_api", "*f32, f32", {}, None,
+     ["store needs a tile and a fragment", "a runtime *f32 (out)"]),
 ]
 
 

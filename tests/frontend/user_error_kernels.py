@@ -93,3 +93,8 @@ def int_fragment_into_float_tile(out, x):
     own = Ownership.local((32, 8), axis=1)
     f = tylo.load(tylo.GlobalTile(x, Layout((32, 8), (8, 1))), own)
     tylo.store(tylo.GlobalTile(out, Layout((32, 8), (8, 1))), f)
+
+
+@tylo.jit
+def store_scalar_through_tile_api(out, x):
+    tylo.store(out, x)  # error: store_scalar_through_tile_api

@@ -139,8 +139,7 @@ class CallsMixin:
         except CompileError as exc:
             lineno, _ = self.src.location(node)
             if "(inlined from" not in exc.reason:
-                exc.reason += f" (inlined from {self.src.filename}:{lineno})"
-                exc.args = (exc._format(),)
+                exc.extend_reason(f" (inlined from {self.src.filename}:{lineno})")
             raise
         ret = gen.scope.get(RET)
         if isinstance(ret, Value):

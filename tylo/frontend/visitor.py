@@ -10,6 +10,7 @@ mixins in the sibling modules; ``frontend.generator.Generator`` puts them togeth
 from __future__ import annotations
 
 import ast
+import re
 
 from ..ir.builder import Builder
 from ..ir.core import Kernel, Location, Value
@@ -39,6 +40,17 @@ if hasattr(ast, "Match"):
     UNSUPPORTED[ast.Match] = "match statements"
 
 
+_VALUE_REPR = re.compile(r"<Value ([^:<>]*): ([^<>]+)>")
+_OBJECT_REPR = re.compile(r"<([\w.]+) object at 0x[0-9a-fA-F]+>")
+
+
+def in_words(reason: str) -> str:
+    """A message with Python object reprs that slipped in (from a builtin's f-string) put in words:
+    ``<Value n: i32>`` becomes "a runtime i32 (n)", ``<pkg.Cls object at 0x...>`` "a Cls object"."""
+    reason = _VALUE_REPR.sub(lambda m: f"a runtime {m.group(2)}" + (f" ({m.group(1)})" if m.group(1) else ""), reason)
+    return _OBJECT_REPR.sub(lambda m: f"a {m.group(1).rsplit('.', 1)[-1]} object", reason)
+
+
 class VisitorCore(ast.NodeVisitor):
     """State of one function being generated (the kernel or an inlined helper) and its statements.
 
@@ -65,7 +77,7 @@ class VisitorCore(ast.NodeVisitor):
         end = getattr(node, "end_col_offset", None)
         end_line = getattr(node, "end_lineno", None)
         end_col = end + self.src.col_offset if end is not None and end_line == getattr(node, "lineno", None) else None
-        return CompileError(reason, self.src.filename, lineno, col, self.src.source_line(lineno), end_col)
+        return CompileError(in_words(reason), self.src.filename, lineno, col, self.src.source_line(lineno), end_col)
 
     def visit(self, node):
         self.node_stack.append(node)
@@ -242,6 +254,12 @@ class VisitorCore(ast.NodeVisitor):
             raise self.error(node, f"assertion failed{': ' + str(msg) if msg != '' else ''}")
 
     def describe(self, x) -> str:
+        """``x`` in words for a message: its runtime type, or its Python type and repr (never an address)."""
         if isinstance(x, Value):
             return f"a runtime {x.type}"
-        return f"{type(x).__name__} {x!r}"
+        text = repr(x)
+        if " object at 0x" in text:  # the default repr says nothing a user can act on
+            return f"a {type(x).__qualname__} object"
+        if len(text) > 80:
+            text = text[:60] + "..."
+        return f"{type(x).__name__} {text}"
