@@ -48,6 +48,8 @@ CASES = [
     # a builtin's message that formats a runtime value with repr() reads "a runtime *f32 (out)"
     ("store_scalar_through_tile_api", "store_scalar_through_tile_api", "*f32, f32", {}, None,
      ["store needs a tile and a fragment", "a runtime *f32 (out)"]),
+    ("print_pointer", "print_pointer", "*f32, f32", {}, None, ["print() in a kernel prints scalars", "*f32"]),
+    ("call_an_int", "call_an_int", "*f32, f32", {}, None, ["int 3 is not callable"]),
 ]
 
 

@@ -98,3 +98,14 @@ def int_fragment_into_float_tile(out, x):
 @tylo.jit
 def store_scalar_through_tile_api(out, x):
     tylo.store(out, x)  # error: store_scalar_through_tile_api
+
+
+@tylo.jit
+def print_pointer(out, x):
+    print(out)  # error: print_pointer
+
+
+@tylo.jit
+def call_an_int(out, x):
+    three = 3
+    out[0] = three(x)  # error: call_an_int

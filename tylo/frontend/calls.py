@@ -65,6 +65,8 @@ class CallsMixin:
         if getattr(fn, "__tylo_kernel_fn__", None) is not None:
             raise self.error(node, "a @tylo.jit kernel cannot be called from a kernel; decorate the callee with "
                                    "@tylo.func to inline it")
+        if not callable(fn):
+            raise self.error(node, f"{self.describe(fn)} is not callable")
         runtime = any(flatten(a)[0] for a in args) or any(flatten(v)[0] for v in kwargs.values())
         if fn in RUNTIME_PY_BUILTINS and runtime:
             handler = RUNTIME_PY_BUILTINS[fn]
@@ -85,8 +87,6 @@ class CallsMixin:
             name = getattr(fn, "__qualname__", repr(fn))
             raise self.error(node, f"{name} is called with runtime values but is neither a tylo builtin nor a "
                                    f"@tylo.func helper; decorate it with @tylo.func to inline it into the kernel")
-        if not callable(fn):
-            raise self.error(node, f"{self.describe(fn)} is not callable")
         try:
             return fn(*args, **kwargs)
         except CompileError:
@@ -149,6 +149,10 @@ class CallsMixin:
         return gen.scope.get(RETVAL)
 
     def print_values(self, node, *args):
+        for a in args:
+            if isinstance(a, Value) and not isinstance(a.type, ScalarType):
+                raise self.error(node, f"print() in a kernel prints scalars and compile-time values, got a runtime "
+                                       f"{a.type}")
         fmt = " ".join("%f" if isinstance(a, Value) and a.type.is_float else "%d" if isinstance(a, Value)
                        else str(a).replace("%", "%%") for a in args)
         L.printf(fmt + "\n", *[a for a in args if isinstance(a, Value)], _ctx=self.ctx)
