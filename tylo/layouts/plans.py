@@ -37,6 +37,7 @@ from .ownership import (
     register_window,
     slot_list,
 )
+from .recognise import offsets_table
 
 __all__ = [
     "ReductionPlan",
@@ -380,8 +381,6 @@ def vector_access_plan(
         raise ValueError(f"{what}: align_bytes must be a power of two, got {align_bytes!r}")
     if not getattr(storage, "is_static", False):
         raise ValueError(f"{what}: storage must be a static layout or view, got {storage!r}")
-    from .recognise import offsets_table
-
     ext = offsets_table(storage)
     if tuple(ext.shape) != tuple(o.shape):
         raise ValueError(
