@@ -71,21 +71,18 @@ class ControlFlowMixin:
     def runtime_if(self, cond: Value, then_fn, else_fn, node, want_result=False, promote_result=False):
         """Emit ``scf.if`` and merge the variables both branches leave behind; with ``want_result``, return the
         join of the two branch functions' results (promoted to a common scalar type if ``promote_result``)."""
-        before = dict(self.scope)
         blocks = [Block(), Block()]
         scopes = []
         results = []
         self.runtime_if_depth += 1
         try:
             for blk, fn in zip(blocks, (then_fn, else_fn)):
-                self.scope = dict(before)
-                with self.builder.at(blk):
+                with self.region(blk) as branch:
                     r = fn() if fn is not None else None
-                scopes.append(self.scope)
+                scopes.append(branch.scope)
                 results.append(r)
         finally:
             self.runtime_if_depth -= 1
-        self.scope = before
         names = [n for n in dict.fromkeys(list(scopes[0]) + list(scopes[1]))]
         merged, pairs = [], []
         for name in names:
@@ -331,19 +328,16 @@ class ControlFlowMixin:
         before = dict(self.scope)
         init_leaves, trees = self._flatten_carried(carried)
         body = Block([lb.type] + [v.type for v in init_leaves])
-        self.scope = dict(before)
-        self.scope.update(self._rebuild(carried, trees, body.args[1:]))
-        self.scope[loop.cont] = False
-        with self.builder.at(body):
+        bindings = self._rebuild(carried, trees, body.args[1:])
+        bindings[loop.cont] = False
+        with self.region(body, bindings) as body_region:
             self.assign(node.target, body.args[0])
             self.visit_body(node.body)
             final = self._back_edge(node, carried, trees, init_leaves)
             self.builder.create("scf.yield", final)
-        body_scope = self.scope
-        self.scope = before
         op = self.builder.create("scf.for", [lb, ub, step, *init_leaves], [v.type for v in init_leaves], blocks=[body])
         self.scope.update(self._rebuild(carried, trees, op.results))
-        self._mark_loop_locals(node, body_scope, before, node.target)
+        self._mark_loop_locals(node, body_region.scope, before, node.target)
 
     def _mark_loop_locals(self, node, body_scope, before, target):
         line = self.src.location(node)[0]
@@ -396,9 +390,7 @@ class ControlFlowMixin:
         cond_block = Block(types)
         body = Block(types)
         # before-region: evaluate the condition on the carried values
-        self.scope = dict(before)
-        self.scope.update(self._rebuild(carried, trees, cond_block.args))
-        with self.builder.at(cond_block):
+        with self.region(cond_block, self._rebuild(carried, trees, cond_block.args)):
             if induction is not None:
                 _, ub, step, static_step = induction
                 iv = self.scope[loop.iv]
@@ -416,10 +408,9 @@ class ControlFlowMixin:
                     cond = L.binary(self.ctx, "&", cond, L.unary(self.ctx, "not", fv))
             self.builder.create("scf.condition", [cond, *cond_block.args])
         # after-region: the body
-        self.scope = dict(before)
-        self.scope.update(self._rebuild(carried, trees, body.args))
-        self.scope[loop.cont] = False
-        with self.builder.at(body):
+        bindings = self._rebuild(carried, trees, body.args)
+        bindings[loop.cont] = False
+        with self.region(body, bindings) as body_region:
             if induction is not None:
                 self.assign(node.target, self.scope[loop.iv])
             self.visit_body(node.body)
@@ -428,12 +419,10 @@ class ControlFlowMixin:
                 self.scope[loop.iv] = L.binary(self.ctx, "+", self.scope[loop.iv], induction[2])
             final = self._back_edge(node, carried, trees, init_leaves)
             self.builder.create("scf.yield", final)
-        body_scope = self.scope
-        self.scope = before
         op = self.builder.create("scf.while", init_leaves, types, blocks=[cond_block, body])
         self.scope.update(self._rebuild(carried, trees, op.results))
         self.scope.pop(loop.iv, None)
-        self._mark_loop_locals(node, body_scope, before, getattr(node, "target", None))
+        self._mark_loop_locals(node, body_region.scope, before, getattr(node, "target", None))
 
     def visit_While(self, node):
         if node.orelse:

@@ -3,10 +3,11 @@
 A scope is a plain dict from a variable name to its value: a Python object (compile-time),
 an IR ``Value`` (runtime) or a structured value. Names starting with ``%`` are the
 frontend's own: the jump flags ``%ret``/``%brk<n>``/``%cont<n>`` (True/False at compile
-time, a runtime bool after a runtime branch), the helper's return value and
-the induction variables ``%iv<n>`` of range loops that can break. Lookup order: the scope, the
-function's closure, its module globals,
-Python's builtins.
+time, a runtime bool after a runtime branch), the helper's return value and the induction
+variables ``%iv<n>`` of range loops that can break. Lookup order: the scope, the function's
+closure, its module globals, Python's builtins. A nested region (a branch, a loop's
+condition or body) is visited in its own scope, a copy of the enclosing one
+(``VisitorCore.region``); what it leaves is joined back by ``frontend.control_flow``.
 """
 from __future__ import annotations
 

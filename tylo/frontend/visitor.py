@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import ast
 import re
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 from ..ir.builder import Builder
 from ..ir.core import Kernel, Location, Value
@@ -51,6 +53,13 @@ def in_words(reason: str) -> str:
     return _OBJECT_REPR.sub(lambda m: f"a {m.group(1).rsplit('.', 1)[-1]} object", reason)
 
 
+@dataclass
+class Region:
+    """A nested region being visited (a branch or a loop body); ``scope`` is its scope, as it left it."""
+
+    scope: dict
+
+
 class VisitorCore(ast.NodeVisitor):
     """State of one function being generated (the kernel or an inlined helper) and its statements.
 
@@ -78,6 +87,23 @@ class VisitorCore(ast.NodeVisitor):
         end_line = getattr(node, "end_lineno", None)
         end_col = end + self.src.col_offset if end is not None and end_line == getattr(node, "lineno", None) else None
         return CompileError(in_words(reason), self.src.filename, lineno, col, self.src.source_line(lineno), end_col)
+
+    @contextmanager
+    def region(self, block, bindings=None):
+        """Visit a nested region (a branch, a loop's condition or body) in ``block`` with its own scope: a copy of
+        the enclosing scope plus ``bindings``. On exit the enclosing scope is current again, unchanged; the
+        yielded Region's ``scope`` holds the variables as the region left them, for the join or the back-edge."""
+        outer = self.scope
+        region = Region(dict(outer))
+        if bindings:
+            region.scope.update(bindings)
+        self.scope = region.scope
+        try:
+            with self.builder.at(block):
+                yield region
+        finally:
+            region.scope = self.scope  # a statement may have replaced it (a rolled-back compile-time while)
+            self.scope = outer
 
     def visit(self, node):
         self.node_stack.append(node)
