@@ -21,6 +21,11 @@ class CompileError(Exception):
         self.end_col_offset = end_col_offset
         super().__init__(self._format())
 
+    def extend_reason(self, text: str) -> None:
+        """Append ``text`` to the reason (an inlined helper's error adds where it was inlined from)."""
+        self.reason += text
+        self.args = (self._format(),)
+
     def _format(self) -> str:
         head = f"{self.filename}:{self.lineno}:{self.col_offset + 1}: error: {self.reason}"
         if not self.source_line:

@@ -5,7 +5,8 @@ into runtime leaves plus a static description (``TreeDef``). Static parts
 must agree on both sides; Python scalars that differ become runtime values.
 A structured kernel value (tile, fragment, shared array) takes part by
 defining ``__tylo_flatten__() -> (leaves, static)`` and the classmethod
-``__tylo_unflatten__(static, leaves)``.
+``__tylo_unflatten__(static, leaves, ctx)`` (``tylo.lang.protocols.StructuredValue``);
+``ctx`` is the emission context, passed at rebuild time so no static part holds it.
 """
 from __future__ import annotations
 
@@ -29,7 +30,11 @@ class TreeDef:
             return f"the compile-time value {self.payload!r}"
         if self.kind in ("tuple", "list"):
             return f"a {self.kind} of {len(self.children)} items"
-        return f"{self.payload[0].__name__} {self.payload[1]!r}"
+        cls, static = self.payload
+        describe = getattr(static, "describe", None)
+        if describe is not None:
+            return describe()
+        return f"a {cls.__name__} with static part {static!r}"
 
 
 LEAF = TreeDef("leaf")
@@ -53,22 +58,23 @@ def flatten(obj) -> tuple[list[Value], TreeDef]:
     return [], TreeDef("const", obj)
 
 
-def unflatten(tree: TreeDef, leaves: list[Value]):
+def unflatten(tree: TreeDef, leaves: list[Value], ctx):
+    """Rebuild the value ``tree`` describes from ``leaves``; ``ctx`` is the emission context."""
     it = iter(leaves)
-    result = _build(tree, it)
+    result = _build(tree, it, ctx)
     rest = list(it)
     assert not rest, "unflatten: leftover leaves"
     return result
 
 
-def _build(tree: TreeDef, it):
+def _build(tree: TreeDef, it, ctx):
     if tree.kind == "leaf":
         return next(it)
     if tree.kind == "const":
         return tree.payload
     if tree.kind in ("tuple", "list"):
-        items = [_build(c, it) for c in tree.children]
+        items = [_build(c, it, ctx) for c in tree.children]
         return tuple(items) if tree.kind == "tuple" else items
     cls, static = tree.payload
     leaves = [next(it) for _ in range(tree.children[0])]
-    return cls.__tylo_unflatten__(static, leaves)
+    return cls.__tylo_unflatten__(static, leaves, ctx)

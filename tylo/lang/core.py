@@ -9,6 +9,7 @@ IR through ``ctx.builder``; misuse raises ``LangError``.
 from __future__ import annotations
 
 import math as _pymath
+from dataclasses import dataclass
 
 from ..ir import types as T
 from ..ir.core import Value
@@ -38,10 +39,28 @@ def default_type(py) -> ScalarType:
     if isinstance(py, bool):
         return T.bool_
     if isinstance(py, int):
-        return T.int_type_for(py)
+        return _int_type_for(py)
     if isinstance(py, float):
         return T.f32
     raise LangError(f"{py!r} ({type(py).__name__}) is not a scalar value")
+
+
+def _int_text(py: int) -> str:
+    text = str(py)
+    return text if len(text) <= 24 else f"{text[:4]}...{text[-2:]} ({len(text.lstrip('-'))} digits)"
+
+
+def _int_type_for(py: int) -> ScalarType:
+    if not -(1 << 63) <= py < (1 << 64):
+        raise LangError(f"the integer constant {_int_text(py)} does not fit in 64 bits, the widest tylo integer")
+    return T.int_type_for(py)
+
+
+def _float_of(py, t: ScalarType) -> float:
+    try:
+        return float(py)
+    except OverflowError:
+        raise LangError(f"the integer constant {_int_text(py)} is too large for {t}") from None
 
 
 def _fits(py: int, t: ScalarType) -> bool:
@@ -61,9 +80,12 @@ def literal_type(py, other: ScalarType) -> ScalarType:
     if isinstance(py, bool):
         return other if not other.is_fp8 else T.bool_
     if isinstance(py, int):
-        if other.is_float or (other.is_int and _fits(py, other)):
+        if other.is_float:
+            _float_of(py, other)
             return other
-        return T.int_type_for(py)
+        if other.is_int and _fits(py, other):
+            return other
+        return _int_type_for(py)
     if isinstance(py, float):
         return other if other.is_float else T.f32
     raise LangError(f"{py!r} ({type(py).__name__}) cannot be combined with a runtime {other}")
@@ -75,13 +97,13 @@ def constant(ctx, py, t: ScalarType) -> Value:
     if t.is_bool:
         value = bool(py)
     elif t.is_int:
-        if not float(py).is_integer():
+        if isinstance(py, float) and not py.is_integer():
             raise LangError(f"{py!r} is not an integer and cannot be a {t} constant")
         value = int(py)
         if not _fits(value, t):
-            raise LangError(f"{py} does not fit in {t}")
+            raise LangError(f"the constant {_int_text(value)} does not fit in {t}")
     else:
-        value = float(py)
+        value = _float_of(py, t)
     return ctx.builder.constant(value, t)
 
 
@@ -274,6 +296,23 @@ def load(ctx, ptr: Value) -> Value:
     return ctx.builder.value("mem.load", [ptr], ptr.type.elem)
 
 
+def store_truncates(vt: ScalarType, elem: ScalarType) -> bool:
+    """Would storing a ``vt`` value as ``elem`` silently drop its fraction (float into int or bool)? Such a
+    store is an error for scalars, fragments and tiles alike: the kernel must convert explicitly."""
+    return vt.is_float and (elem.is_int or elem.is_bool)
+
+
+def store_converts(vt: ScalarType, elem: ScalarType) -> bool:
+    """May a ``vt`` value be stored as ``elem`` with an implicit conversion (widening, rounding a float to a
+    narrower float, int to float, bool to anything, to or from fp8 storage)?"""
+    if vt == elem:
+        return True
+    if store_truncates(vt, elem):
+        return False
+    return (vt.is_float and elem.is_float) or vt.is_fp8 or elem.is_fp8 or (vt.is_int and elem.is_int) or \
+        vt.is_bool or (vt.is_int and elem.is_float)
+
+
 def store(ctx, ptr: Value, value) -> None:
     if not isinstance(ptr, Value) or not isinstance(ptr.type, PointerType):
         raise LangError(f"cannot store through {_describe(ptr)}: indexing needs a pointer")
@@ -283,15 +322,12 @@ def store(ctx, ptr: Value, value) -> None:
         if not isinstance(vt, ScalarType):
             raise LangError(f"cannot store {vt} into {ptr.type}")
         if vt != elem:
-            if vt.is_float and (elem.is_int or elem.is_bool):
+            if store_truncates(vt, elem):
                 raise LangError(f"storing a {vt} value into a {ptr.type} pointer would truncate it; "
                                 f"convert explicitly with .to(tylo.{elem.name})")
-            if vt.is_float and elem.is_float and vt.bits > elem.bits or vt.is_fp8 or elem.is_fp8:
-                value = cast(value, elem, _ctx=ctx)  # narrowing float stores round (documented)
-            elif vt.is_int and elem.is_int or vt.is_bool or (vt.is_int and elem.is_float) or (vt.is_float and elem.is_float):
-                value = cast(value, elem, _ctx=ctx)
-            else:
+            if not store_converts(vt, elem):
                 raise LangError(f"cannot store {vt} into {ptr.type}")
+            value = cast(value, elem, _ctx=ctx)  # narrowing float stores round (documented)
     else:
         if isinstance(value, float) and (elem.is_int or elem.is_bool):
             raise LangError(f"storing the float {value!r} into a {ptr.type} pointer would truncate it")
@@ -299,6 +335,17 @@ def store(ctx, ptr: Value, value) -> None:
         if value.type != elem:
             value = cast(value, elem, _ctx=ctx)
     ctx.builder.create("mem.store", [ptr, value])
+
+
+@dataclass(frozen=True)
+class SharedArrayStatic:
+    """The static part of a SharedArray: its row-major shape and element type."""
+
+    shape: tuple
+    dtype: ScalarType
+
+    def describe(self) -> str:
+        return f"a shared {self.dtype} array of shape {self.shape}"
 
 
 class SharedArray:
@@ -314,11 +361,11 @@ class SharedArray:
         self.dtype = dtype
 
     def __tylo_flatten__(self):
-        return [self.ptr], ("SharedArray", self.shape, self.dtype)
+        return [self.ptr], SharedArrayStatic(self.shape, self.dtype)
 
     @classmethod
-    def __tylo_unflatten__(cls, static, leaves):
-        return cls(leaves[0], static[1], static[2])
+    def __tylo_unflatten__(cls, static, leaves, ctx):
+        return cls(leaves[0], static.shape, static.dtype)
 
     def _element(self, ctx, index) -> Value:
         idx = index if isinstance(index, tuple) else (index,)
@@ -352,7 +399,9 @@ def shared_array(dtype, shape, align: int = 16, *, _ctx) -> SharedArray:
         raise LangError(f"shared_array needs a numeric tylo dtype, got {dtype!r}")
     shape = (shape,) if isinstance(shape, int) else tuple(shape)
     if not shape or not all(isinstance(s, int) and not isinstance(s, bool) and s > 0 for s in shape):
-        raise LangError(f"shared_array shape must be positive compile-time integers, got {shape!r}")
+        shown = "(" + ", ".join(f"a runtime {s.type}" if isinstance(s, Value) else repr(s) for s in shape) + ")"
+        raise LangError(f"shared_array shape must be positive compile-time integers (its size is fixed when the "
+                        f"kernel is compiled; pass sizes as tylo.constexpr parameters), got {shown}")
     if align < 1 or align & (align - 1):
         raise LangError(f"alignment must be a power of two, got {align}")
     count = _pymath.prod(shape)

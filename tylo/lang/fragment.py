@@ -16,15 +16,18 @@ transfers consume.
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..ir import types as T
 from ..ir.core import Value
 from ..ir.types import ScalarType
-from ..layouts import Ownership, broadcast_plan, permutedims as _permute, reduction_plan, register_window
+from ..layouts import Ownership, broadcast_plan, permutedims as permute_ownership, reduction_plan, register_window
+from ..layouts.ownership import ownership_name
 from ..layouts import relayout_plan, same_distribution
 from . import core as L
 from .base import LangError, builtin
 
-__all__ = ["Fragment", "PackedFragment", "full", "pack", "unpack", "fragment", "relayout"]
+__all__ = ["Fragment", "PackedFragment", "FragmentStatic", "full", "pack", "unpack", "fragment", "relayout"]
 
 
 class _Method:
@@ -40,8 +43,19 @@ class _Method:
         return self.fn(self.obj, *args, _ctx=_ctx, **kwargs)
 
 
-def _name(o: Ownership) -> str:
-    return o.name or repr(o)
+@dataclass(frozen=True)
+class FragmentStatic:
+    """The static part of a Fragment (or, with ``packed``, a PackedFragment): dtype and ownership."""
+
+    dtype: ScalarType
+    ownership: Ownership
+    packed: bool = False
+
+    def describe(self) -> str:
+        kind = f"packed {self.dtype}" if self.packed else str(self.dtype)
+        # the article as the name is spoken: "an f32", "a bf16", "a u8"
+        article = "an" if kind[0] in "aefhilmnorsx" else "a"
+        return f"{article} {kind} fragment with ownership {ownership_name(self.ownership)}"
 
 
 class Fragment:
@@ -50,21 +64,22 @@ class Fragment:
     def __init__(self, dtype: ScalarType, ownership: Ownership, values):
         values = tuple(values)
         if len(values) != ownership.values:
-            raise LangError(f"a fragment of {_name(ownership)} needs {ownership.values} values, got {len(values)}")
+            raise LangError(f"a fragment of {ownership_name(ownership)} needs {ownership.values} values, "
+                            f"got {len(values)}")
         self.dtype = dtype
         self.ownership = ownership
         self.values = values
 
     # -- structured value protocol -------------------------------------------------
     def __tylo_flatten__(self):
-        return list(self.values), (self.dtype, self.ownership)
+        return list(self.values), FragmentStatic(self.dtype, self.ownership)
 
     @classmethod
-    def __tylo_unflatten__(cls, static, leaves):
-        return cls(static[0], static[1], leaves)
+    def __tylo_unflatten__(cls, static, leaves, ctx):
+        return cls(static.dtype, static.ownership, leaves)
 
     def __repr__(self):
-        return f"Fragment({self.dtype}, {_name(self.ownership)})"
+        return f"Fragment({self.dtype}, {ownership_name(self.ownership)})"
 
     @property
     def shape(self):
@@ -127,7 +142,7 @@ class Fragment:
         return Fragment(self.dtype, plan.result, [self.values[s] for s in plan.slots])
 
     def __tylo_permutedims__(self, perm):
-        return Fragment(self.dtype, _permute(self.ownership, perm), self.values)
+        return Fragment(self.dtype, permute_ownership(self.ownership, perm), self.values)
 
 
 def _broadcast(reduced: Fragment, ownership: Ownership, what: str):
@@ -148,7 +163,8 @@ def _reduce(frag: Fragment, axis: int, combine, what: str, *, _ctx):
     try:
         plan = reduction_plan(frag.ownership, axis)
     except ValueError as exc:
-        raise LangError(f"{what}(axis={axis}) of a fragment with ownership {_name(frag.ownership)}: {exc}") from None
+        raise LangError(f"{what}(axis={axis}) of a fragment with ownership {ownership_name(frag.ownership)}: "
+                        f"{exc}") from None
     vals = list(frag.values)
     for rnd in plan.tree:
         for dst, src in rnd:
@@ -184,17 +200,18 @@ class PackedFragment:
     def __init__(self, dtype: ScalarType, ownership: Ownership, words):
         words = tuple(words)
         if ownership.values % 2 or len(words) != ownership.values // 2:
-            raise LangError(f"a packed {dtype} fragment of {_name(ownership)} needs {ownership.values // 2} words")
+            raise LangError(f"a packed {dtype} fragment of {ownership_name(ownership)} needs "
+                            f"{ownership.values // 2} words")
         self.dtype = dtype
         self.ownership = ownership
         self.words = words
 
     def __tylo_flatten__(self):
-        return list(self.words), (self.dtype, self.ownership)
+        return list(self.words), FragmentStatic(self.dtype, self.ownership, packed=True)
 
     @classmethod
-    def __tylo_unflatten__(cls, static, leaves):
-        return cls(static[0], static[1], leaves)
+    def __tylo_unflatten__(cls, static, leaves, ctx):
+        return cls(static.dtype, static.ownership, leaves)
 
     def __tylo_getattr__(self, ctx, name):
         if name in ("dtype", "ownership", "words"):
@@ -202,7 +219,7 @@ class PackedFragment:
         raise LangError(f"a PackedFragment has no attribute '{name}'; unpack it first")
 
     def __repr__(self):
-        return f"PackedFragment({self.dtype}, {_name(self.ownership)})"
+        return f"PackedFragment({self.dtype}, {ownership_name(self.ownership)})"
 
 
 @builtin
@@ -230,7 +247,7 @@ def pack(dtype, frag, *, _ctx) -> PackedFragment:
     if not isinstance(frag, Fragment):
         raise LangError(f"pack needs a Fragment, got {frag!r}")
     if frag.ownership.values % 2:
-        raise LangError(f"pack needs an even number of slots per thread, {_name(frag.ownership)} has "
+        raise LangError(f"pack needs an even number of slots per thread, {ownership_name(frag.ownership)} has "
                         f"{frag.ownership.values}")
     vals = [L.cast(v, T.f32, _ctx=_ctx) for v in frag.values]
     words = [_ctx.builder.value("nv.pack2", [vals[i], vals[i + 1]], T.u32, dtype=dtype.name)
@@ -265,7 +282,8 @@ def relayout(frag, ownership, *, _ctx):
     try:
         plan = relayout_plan(frag.ownership, ownership)
     except ValueError as exc:
-        raise LangError(f"relayout from {_name(frag.ownership)} to {_name(ownership)}: {exc}") from None
+        raise LangError(f"relayout from {ownership_name(frag.ownership)} to {ownership_name(ownership)}: "
+                        f"{exc}") from None
     return Fragment(frag.dtype, ownership, [frag.values[s] for s in plan.sources])
 
 

@@ -547,7 +547,7 @@ class TmemLoad:
         return list(self.values), ("TmemLoad", self.access, self.ready)
 
     @classmethod
-    def __tylo_unflatten__(cls, static, leaves):
+    def __tylo_unflatten__(cls, static, leaves, ctx):
         return cls(static[1], tuple(leaves), static[2])
 
     def __repr__(self):
@@ -862,7 +862,7 @@ class Tcgen05Operand:
         return [self.value], ("Tcgen05Operand", self.atom, self.role, self.tmem, self.structure)
 
     @classmethod
-    def __tylo_unflatten__(cls, static, leaves):
+    def __tylo_unflatten__(cls, static, leaves, ctx):
         return cls(static[1], static[2], leaves[0], static[3], static[4])
 
     def __repr__(self):

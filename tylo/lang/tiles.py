@@ -17,23 +17,55 @@ are widened to 64 bits before they are multiplied by strides.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from ..ir import types as T
 from ..ir.core import Value
 from ..ir.types import PointerType
 from ..layouts import ComposedLayout, Layout, Ownership, ownership_table, vector_access_plan
-from ..layouts import permutedims as _permute_layout
+from ..layouts import permutedims as layout_permutedims
+from ..layouts.ownership import ownership_name
 from . import core as L
 from .base import LangError, builtin
 from .fragment import Fragment, PackedFragment
 from .indexing import RuntimeInt, unwrap, wrap
 
-__all__ = ["Tile", "GlobalTile", "SharedTile", "load", "store", "store_bounded", "copy_async", "window", "permutedims",
-           "thread_in_group"]
+__all__ = ["Tile", "TileStatic", "GlobalTile", "SharedTile", "load", "store", "store_bounded", "copy_async", "window",
+           "permutedims", "thread_in_group"]
 
 
 def _is_int(x) -> bool:
     return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _pattern_text(x) -> str:
+    """CuTe-style text of a shape/stride pattern, ``?`` for a runtime entry."""
+    if isinstance(x, tuple):
+        return "(" + ",".join(_pattern_text(e) for e in x) + ")"
+    return "?" if x is None else str(x)
+
+
+@dataclass(frozen=True)
+class TileStatic:
+    """The static part of a Tile (the pointer, runtime origin entries and runtime strides are leaves).
+
+    ``layout``: the layout, or for a layout with runtime leaves its ``(shape, stride)`` pattern with
+    None at each runtime leaf (``runtime_leaves`` of them); ``shape``/``origin``: None at runtime entries.
+    """
+
+    layout: object
+    shape: tuple
+    origin: tuple
+    align: int
+    runtime_leaves: int = 0
+
+    def describe(self) -> str:
+        if self.runtime_leaves:
+            layout = f"{_pattern_text(self.layout[0])}:{_pattern_text(self.layout[1])} (? = runtime)"
+        else:
+            layout = repr(self.layout)
+        return (f"a tile with layout {layout}, shape {_pattern_text(self.shape)}, origin "
+                f"{_pattern_text(self.origin)} and {self.align}-byte alignment")
 
 
 class Tile:
@@ -61,26 +93,25 @@ class Tile:
         origin = [unwrap(o) for o in self.origin]
         leaves = [self.ptr] + [o for o in origin if isinstance(o, Value)]
         pattern = tuple(o if _is_int(o) else None for o in origin)
-        layout_key, dyn, ctx = self.layout, [], None
+        layout_key, dyn = self.layout, []
         shape = self.shape
         if isinstance(self.layout, Layout) and not self.layout.is_static:
             dyn = [x for x in _leaves((self.layout.shape, self.layout.stride)) if isinstance(x, RuntimeInt)]
-            ctx = dyn[0].ctx
             layout_key = _stride_pattern((self.layout.shape, self.layout.stride))
             leaves += [x.value for x in dyn]
             shape = _stride_pattern(self.shape)
-        return leaves, (layout_key, shape, pattern, self.align, len(dyn), ctx)
+        return leaves, TileStatic(layout_key, shape, pattern, self.align, len(dyn))
 
     @classmethod
-    def __tylo_unflatten__(cls, static, leaves):
-        layout, shape, pattern, align, n_dyn, ctx = static
+    def __tylo_unflatten__(cls, static, leaves, ctx):
         it = iter(leaves[1:])
-        origin = tuple(next(it) if o is None else o for o in pattern)
-        if n_dyn:
+        origin = tuple(next(it) if o is None else o for o in static.origin)
+        layout, shape = static.layout, static.shape
+        if static.runtime_leaves:
             shape_tree, stride_tree = _fill_strides(layout, it, ctx)
             layout = Layout(shape_tree, stride_tree)
             shape = _extents(layout) if None in shape else shape
-        return cls(leaves[0], layout, shape, origin, align)
+        return cls(leaves[0], layout, shape, origin, static.align)
 
     def __repr__(self):
         return f"Tile({self.ptr.type}, {self.layout!r}, shape={self.shape})"
@@ -98,7 +129,7 @@ class Tile:
                 raise LangError(f"window origin {origin} with shape {shape} leaves the tile's shape {self.shape}")
             if check and _is_int(e) and s > e:
                 raise LangError(f"window shape {shape} is larger than the tile's shape {self.shape}")
-        new_origin = tuple(_add(a, b) for a, b in zip(self.origin, origin))
+        new_origin = tuple(add_origin(a, b) for a, b in zip(self.origin, origin))
         align = self.align
         if all(_is_int(o) for o in origin):
             delta = _static_offset(self.layout, self.origin, origin)
@@ -107,7 +138,7 @@ class Tile:
         return Tile(self.ptr, self.layout, shape, new_origin, align)
 
     def __tylo_permutedims__(self, perm):
-        return Tile(self.ptr, _permute_layout(self.layout, perm), tuple(self.shape[p] for p in perm),
+        return Tile(self.ptr, layout_permutedims(self.layout, perm), tuple(self.shape[p] for p in perm),
                     tuple(self.origin[p] for p in perm), self.align)
 
     # -- addressing ------------------------------------------------------------------------------
@@ -179,7 +210,8 @@ def _leaves(s):
         yield s
 
 
-def _add(a, b):
+def add_origin(a, b):
+    """``a + b`` for origin entries: ints add now, runtime parts become a pending sum (see coord_value)."""
     if _is_int(a) and a == 0:
         return b
     if _is_int(b) and b == 0:
@@ -271,14 +303,21 @@ def _window(x, origin, shape, check=True):
 
 
 window = _dual(_window)
-permutedims = _dual(_permute_layout)
+permutedims = _dual(layout_permutedims)
 
 
 # -- transfers between tiles and fragments -------------------------------------------------------
 
-def thread_in_group(ctx, threads: int):
+def thread_in_group(ctx, threads: int, who: str = "this ownership"):
     """This thread's index within an ownership of ``threads`` threads (groups of consecutive
-    linear thread indices)."""
+    linear thread indices). When the block is known (``maxntid``, the launch's ``block``), it must have
+    at least ``threads`` threads: otherwise the slots of the missing threads would silently never be read
+    or written."""
+    block = ctx.kernel.attrs.get("maxntid")
+    if block is not None and math.prod(block) < threads:
+        raise LangError(f"{who} spreads the tile over {threads} threads, but the block has only "
+                        f"{math.prod(block)} ({'x'.join(map(str, block))}); launch with at least {threads} threads "
+                        f"or choose an ownership of at most {math.prod(block)}")
     tid = L.linear_thread_index(ctx)
     if threads & (threads - 1) == 0:
         return L.binary(ctx, "&", tid, threads - 1)
@@ -303,7 +342,7 @@ def _thread_coords(ctx, o: Ownership):
     ``(0, 0)`` maps to index 0, so slot 0 of thread ``t`` sits at index ``thread_mode(t)``
     (column-major over the logical shape).
     """
-    t = wrap(ctx, thread_in_group(ctx, o.threads))
+    t = wrap(ctx, thread_in_group(ctx, o.threads, f"the ownership {ownership_name(o)}"))
     idx = o.tv_layout[0](t)
     coords = []
     stride = 1
@@ -324,7 +363,7 @@ def _slot_coords(ctx, tile: Tile, o: Ownership, what: str):
         raise LangError(f"{what}: the ownership's shape {o.shape} differs from the tile's shape {tile.shape}")
     _, rel = _separable(o)
     base = _thread_coords(ctx, o)
-    return [tuple(_add(b, c) for b, c in zip(base, r)) for r in rel]
+    return [tuple(add_origin(b, c) for b, c in zip(base, r)) for r in rel]
 
 
 def _accesses(tile: Tile, o: Ownership):
@@ -344,7 +383,8 @@ def _static_storage(tile: Tile):
     return layouts_window(tile.layout, (0,) * len(tile.shape), tile.shape)
 
 
-def _coord_value(ctx, c, wide):
+def coord_value(ctx, c, wide):
+    """An origin entry or coordinate as a runtime int of type ``wide`` (pending sums added here)."""
     if isinstance(c, _Sum):
         return _materialize_sum(ctx, c, wide)
     return wrap(ctx, c, wide)
@@ -352,7 +392,7 @@ def _coord_value(ctx, c, wide):
 
 def _slot_pointer(ctx, tile: Tile, coord):
     wide = T.i64 if tile.space == "global" else T.i32
-    full = tuple(_coord_value(ctx, _add(o, c), wide) for o, c in zip(tile.origin, coord))
+    full = tuple(coord_value(ctx, add_origin(o, c), wide) for o, c in zip(tile.origin, coord))
     off = unwrap(_evaluate(tile.layout, full))
     if _is_int(off) and off == 0:
         return tile.ptr
@@ -398,6 +438,7 @@ def store(dst, frag, bounds=None, *, _ctx) -> None:
         raise LangError("store a PackedFragment through a pointer, or unpack it to store into a tile")
     if not isinstance(frag, Fragment):
         raise LangError(f"store needs a Fragment, got {frag!r}")
+    _check_fragment_store(frag, dst, "store")
     plan = _ldmatrix_plan(dst, frag.ownership) if _ctx.sm >= 90 else None
     if plan is not None:  # stmatrix: the same 8x8-matrix geometry as ldmatrix (sm_90+)
         return _stmatrix_store(_ctx, dst, frag, plan)
@@ -443,7 +484,7 @@ def _in_bounds(ctx, coord, bounds):
     for c, b in zip(coord, bounds):
         if b is None:
             continue
-        cv = unwrap(_coord_value(ctx, c, wide))
+        cv = unwrap(coord_value(ctx, c, wide))
         if _is_int(cv) and _is_int(b):
             ok = cv < b
         else:
@@ -474,6 +515,16 @@ def _guarded(ctx, cond, emit):
     ctx.builder.create("scf.if", [cond], [], blocks=[then, other])
 
 
+def _check_fragment_store(frag: Fragment, dst: Tile, what: str) -> None:
+    """The scalar store rule (``core.store_truncates``/``store_converts``) applied to a whole fragment."""
+    vt, elem = frag.dtype, dst.dtype
+    if L.store_truncates(vt, elem):
+        raise LangError(f"{what}: storing a fragment of {vt} into a tile of {elem} would truncate it; convert "
+                        f"explicitly with .astype(tylo.{elem.name})")
+    if not L.store_converts(vt, elem):
+        raise LangError(f"{what}: cannot store a fragment of {vt} into a tile of {elem}")
+
+
 @builtin
 def store_bounded(dst, frag, bounds, *, _ctx) -> None:
     """``store`` that writes only slots whose view coordinate is below ``bounds`` (ragged edges)."""
@@ -482,6 +533,7 @@ def store_bounded(dst, frag, bounds, *, _ctx) -> None:
     bounds = tuple(bounds)
     if len(bounds) != len(dst.shape):
         raise LangError(f"store_bounded needs one bound per axis of {dst.shape}")
+    _check_fragment_store(frag, dst, "store_bounded")
     coords = _slot_coords(_ctx, dst, frag.ownership, "store_bounded")
     for v, coord in zip(frag.values, coords):
         val = L.cast(v, dst.dtype, _ctx=_ctx) if v.type != dst.dtype else v
@@ -552,7 +604,7 @@ def copy_async(dst, src, threads, bounds=None, vector_bytes: int = 16, *, _ctx) 
     total = per_line * other
     if not _is_int(threads) or threads <= 0 or total % threads:
         raise LangError(f"copy_async: {total} vectors do not divide evenly over {threads} threads")
-    tid = thread_in_group(_ctx, threads)
+    tid = thread_in_group(_ctx, threads, f"copy_async with threads={threads}")
     for i in range(total // threads):
         chunk = L.binary(_ctx, "+", tid, i * threads) if i else tid
         line = L.binary(_ctx, "//", chunk, per_line) if per_line > 1 else chunk
@@ -648,7 +700,7 @@ def _int_op(ctx, op, a, b):
 def _matrix_row_pointers(ctx, tile: Tile, o: Ownership, plan):
     """For each instruction of an ldmatrix/stmatrix plan: (first register, count, this lane's row pointer)."""
     trans, groups = plan
-    tgroup = thread_in_group(ctx, o.threads)
+    tgroup = thread_in_group(ctx, o.threads, f"the ownership {ownership_name(o)}")
     lane = L.binary(ctx, "&", tgroup, 31)
     warp_base = L.binary(ctx, "-", tgroup, lane)
     j_in = L.binary(ctx, ">>", lane, 3)      # the matrix this lane addresses
@@ -695,3 +747,9 @@ def _stmatrix_store(ctx, tile: Tile, frag: Fragment, plan):
     words = pack_bits(ctx, vals, 2)
     for first, m, ptr in _matrix_row_pointers(ctx, tile, frag.ownership, plan):
         stmatrix(ptr, tuple(words[first:first + m]), plan[0], _ctx=ctx)
+
+
+# The old private spellings, still imported by lang/wgmma.py and lang/tcgen05.py (wt-arch); remove once
+# those imports say add_origin / coord_value.
+_add = add_origin
+_coord_value = coord_value

@@ -483,7 +483,7 @@ class TMAMap:
         return [self.address], (self.plan, self.rank)
 
     @classmethod
-    def __tylo_unflatten__(cls, static, leaves):
+    def __tylo_unflatten__(cls, static, leaves, ctx):
         return cls(static[0], static[1], leaves[0])
 
     def __tylo_getattr__(self, ctx, name):

@@ -501,7 +501,7 @@ class WGMMAOperand:
         return [self.desc], (self.plan, self.role, self.structure, self.major, self.steps)
 
     @classmethod
-    def __tylo_unflatten__(cls, static, leaves):
+    def __tylo_unflatten__(cls, static, leaves, ctx):
         return cls(*static, leaves[0])
 
     def __tylo_getattr__(self, ctx, name):
@@ -603,7 +603,7 @@ class PendingAccumulator:
         return [v for p in self.parts for v in p], (self.plan, len(self.parts))
 
     @classmethod
-    def __tylo_unflatten__(cls, static, leaves):
+    def __tylo_unflatten__(cls, static, leaves, ctx):
         plan, p = static
         n = len(leaves) // p
         return cls(plan, [leaves[i * n:(i + 1) * n] for i in range(p)])

@@ -26,10 +26,22 @@ from typing import Any
 
 from . import inttuple as it
 from .inttuple import fmt
-from .layout import ComposedLayout, Layout, Swizzle, _require_static, make_layout
+from .layout import (
+    ComposedLayout,
+    Layout,
+    Swizzle,
+    coalesce,
+    coalesce_modes,
+    coalesced_modes,
+    layout_from_modes,
+    layout_of,
+    make_layout,
+    require_static,
+)
 
 __all__ = [
     "coalesce",
+    "coalesce_modes",
     "compose",
     "complement",
     "right_inverse",
@@ -43,67 +55,6 @@ __all__ = [
     "raked_product",
     "tile",
 ]
-
-
-def _layout_of(x: Any, what: str) -> Layout:
-    if isinstance(x, Layout):
-        return x
-    if type(x) is int or (type(x) is tuple and all(type(e) in (int, tuple) for e in it.flatten(x))):
-        return Layout(x)
-    raise ValueError(f"{what}: expected a Layout or a static shape, got {type(x).__name__} {x!r}")
-
-
-def _from_modes(modes: list[tuple[Any, Any]]) -> Layout:
-    if not modes:
-        return Layout(1, 0)
-    if len(modes) == 1:
-        return Layout(modes[0][0], modes[0][1])
-    return Layout(tuple(m[0] for m in modes), tuple(m[1] for m in modes))
-
-
-def _coalesce_modes(shapes: tuple, strides: tuple) -> list[tuple[Any, Any]]:
-    out: list[list] = []
-    for s, d in zip(shapes, strides):
-        if type(s) is int and s == 1:
-            continue
-        if out:
-            ps, pd = out[-1]
-            if type(ps) is int and type(pd) is int and type(d) is int and type(s) is int and pd * ps == d:
-                out[-1][0] = ps * s
-                continue
-        out.append([s, d])
-    return [(s, d) for s, d in out]
-
-
-def coalesce(layout: Any, profile: Any = None) -> Any:
-    """Simplify ``layout`` without changing it as a function of the 1-D index.
-
-    With ``profile`` (a tuple), coalesce each top-level mode separately so the
-    rank is kept (CuTe's by-mode coalesce).
-
-    >>> coalesce(Layout((2, (1, 6)), (1, (6, 2))))
-    12:1
-    >>> coalesce(Layout((2, (1, 6)), (1, (6, 2))), (1, 1))
-    (2,6):(1,2)
-    """
-    if isinstance(layout, ComposedLayout):
-        return ComposedLayout(layout.swizzle, coalesce(layout.layout, profile))
-    layout = _layout_of(layout, "coalesce")
-    if type(profile) is tuple:
-        if type(layout.shape) is not tuple or len(profile) > layout.rank:
-            raise ValueError(
-                f"coalesce: profile {fmt(profile)} has more modes than layout {layout!r}"
-            )
-        parts = [coalesce(layout[i], profile[i]) for i in range(len(profile))]
-        parts += [layout[i] for i in range(len(profile), layout.rank)]
-        return make_layout(*parts) if len(parts) > 1 else Layout((parts[0].shape,), (parts[0].stride,))
-    shapes, strides = layout.flat()
-    return _from_modes(_coalesce_modes(shapes, strides))
-
-
-def coalesce_modes(layout: Any) -> Any:
-    """Per-mode coalesce: each top-level mode simplified, rank kept."""
-    return coalesce(layout, (1,) * layout.rank)
 
 
 # --------------------------------------------------------------------------
@@ -129,7 +80,7 @@ def compose(a: Any, b: Any) -> Any:
             raise ValueError("compose: a swizzle after a swizzled layout is not representable")
         if isinstance(b, Swizzle):
             raise ValueError("compose: the composition of two swizzles is not representable")
-        return ComposedLayout(a, _layout_of(b, "compose"))
+        return ComposedLayout(a, layout_of(b, "compose"))
     if isinstance(a, ComposedLayout):
         return ComposedLayout(a.swizzle, compose(a.layout, b))
     if not isinstance(a, Layout):
@@ -142,17 +93,17 @@ def compose(a: Any, b: Any) -> Any:
         )
     if type(b) is tuple:
         return _by_mode(a, b, compose, "compose")
-    b = _layout_of(b, "compose")
-    _require_static(a, "compose")
-    _require_static(b, "compose")
-    amodes = _coalesce_modes(*a.flat()) or [(1, 0)]
+    b = layout_of(b, "compose")
+    require_static(a, "compose")
+    require_static(b, "compose")
+    amodes = coalesced_modes(*a.flat()) or [(1, 0)]
     r = _compose(amodes, b.shape, b.stride, a, b)
     if len(b.flat()[0]) > 1:
         # mode-by-mode composition equals the function only when the modes of
         # b do not carry into each other inside a's mixed radix: check it
         import numpy as np
 
-        ac = _from_modes(amodes)
+        ac = layout_from_modes(amodes)
         ac._compiled()
         want = np.asarray(ac._fi(b.offsets()), dtype=np.int64)
         if not np.array_equal(np.broadcast_to(want, (b.size,)), r.offsets()):
@@ -228,8 +179,8 @@ def _compose(amodes, bshape, bstride, a, b) -> Layout:
             f"compose: {a!r} o {b!r} is not representable: shape divisibility fails "
             f"(remaining extent {r} is not a multiple of mode extent {e})"
         )
-    out = _coalesce_modes(tuple(m[0] for m in out), tuple(m[1] for m in out))
-    return _from_modes(out)
+    out = coalesced_modes(tuple(m[0] for m in out), tuple(m[1] for m in out))
+    return layout_from_modes(out)
 
 
 # --------------------------------------------------------------------------
@@ -244,8 +195,8 @@ def complement(a: Any, cotarget: Any = None) -> Layout:
     >>> complement(Layout(4, 2), 24)
     (2,3):(1,8)
     """
-    a = _layout_of(a, "complement")
-    _require_static(a, "complement")
+    a = layout_of(a, "complement")
+    require_static(a, "complement")
     if cotarget is None:
         cotarget = a.cosize
     if isinstance(cotarget, tuple):
@@ -271,7 +222,7 @@ def complement(a: Any, cotarget: Any = None) -> Layout:
         cur = s * d
     rs.append(-(-cotarget // cur))
     rd.append(cur)
-    return _from_modes(_coalesce_modes(tuple(rs), tuple(rd)))
+    return layout_from_modes(coalesced_modes(tuple(rs), tuple(rd)))
 
 
 def right_inverse(a: Any) -> Layout:
@@ -280,8 +231,8 @@ def right_inverse(a: Any) -> Layout:
     >>> right_inverse(Layout((4, 8), (8, 1)))
     (8,4):(4,1)
     """
-    a = _layout_of(a, "right_inverse")
-    _require_static(a, "right_inverse")
+    a = layout_of(a, "right_inverse")
+    require_static(a, "right_inverse")
     shapes, strides = a.flat()
     pos = []
     p = 1
@@ -301,7 +252,7 @@ def right_inverse(a: Any) -> Layout:
         rs.append(shapes[i])
         rd.append(pos[i])
         cur = shapes[i] * d
-    return _from_modes(_coalesce_modes(tuple(rs), tuple(rd)))
+    return layout_from_modes(coalesced_modes(tuple(rs), tuple(rd)))
 
 
 def left_inverse(a: Any) -> Layout:
@@ -311,7 +262,7 @@ def left_inverse(a: Any) -> Layout:
     >>> left_inverse(Layout((4, 8), (8, 1)))
     (8,4):(4,1)
     """
-    a = _layout_of(a, "left_inverse")
+    a = layout_of(a, "left_inverse")
     c = complement(a)
     return right_inverse(make_layout(a, c))
 
@@ -329,12 +280,12 @@ def logical_divide(a: Any, tiler: Any) -> Any:
     """
     if isinstance(a, ComposedLayout):
         return ComposedLayout(a.swizzle, logical_divide(a.layout, tiler))
-    a = _layout_of(a, "logical_divide")
+    a = layout_of(a, "logical_divide")
     if type(tiler) is tuple:
         return _by_mode(a, tiler, logical_divide, "logical_divide")
-    b = _layout_of(tiler, "logical_divide")
-    _require_static(a, "logical_divide")
-    _require_static(b, "logical_divide")
+    b = layout_of(tiler, "logical_divide")
+    require_static(a, "logical_divide")
+    require_static(b, "logical_divide")
     if a.size % b.size != 0:
         raise ValueError(
             f"logical_divide: tile size {b.size} of {b!r} does not divide the size "
@@ -404,7 +355,7 @@ def tile(layout: Any, tile_shape: Any) -> Any:
     >>> tile(Layout((8, 6)), (4, 3))
     ((4,2),(3,2)):((1,4),(8,24))
     """
-    base = layout.layout if isinstance(layout, ComposedLayout) else _layout_of(layout, "tile")
+    base = layout.layout if isinstance(layout, ComposedLayout) else layout_of(layout, "tile")
     if type(tile_shape) is not tuple:
         tile_shape = (tile_shape,)
     if len(tile_shape) != base.rank:
@@ -432,12 +383,12 @@ def logical_product(a: Any, b: Any) -> Any:
     """
     if isinstance(a, ComposedLayout):
         return ComposedLayout(a.swizzle, logical_product(a.layout, b))
-    a = _layout_of(a, "logical_product")
+    a = layout_of(a, "logical_product")
     if type(b) is tuple and not all(type(e) is int for e in it.flatten(b)):
         return _by_mode(a, b, logical_product, "logical_product")
-    b = _layout_of(b, "logical_product")
-    _require_static(a, "logical_product")
-    _require_static(b, "logical_product")
+    b = layout_of(b, "logical_product")
+    require_static(a, "logical_product")
+    require_static(b, "logical_product")
     c = complement(a, a.size * b.cosize)
     return make_layout(a, compose(c, b))
 
@@ -451,8 +402,8 @@ def _pad(l: Layout, r: int) -> Layout:
 def _zip_product(a: Any, b: Any, raked: bool, name: str) -> Any:
     if isinstance(a, ComposedLayout):
         return ComposedLayout(a.swizzle, _zip_product(a.layout, b, raked, name))
-    a = _layout_of(a, name)
-    b = _layout_of(b, name)
+    a = layout_of(a, name)
+    b = layout_of(b, name)
     r = max(a.rank, b.rank)
     ap, bp = _pad(a, r), _pad(b, r)
     p = logical_product(ap, bp)

@@ -23,7 +23,8 @@ from typing import Any, Iterator
 from . import inttuple as it
 from .inttuple import add, fmt, mul
 
-__all__ = ["Layout", "Swizzle", "ComposedLayout", "make_layout", "evaluate"]
+__all__ = ["Layout", "Swizzle", "ComposedLayout", "make_layout", "evaluate", "coalesce", "coalesce_modes", "layout_of",
+           "layout_from_modes", "coalesced_modes", "require_static"]
 
 
 # --------------------------------------------------------------------------
@@ -292,7 +293,7 @@ class Layout:
 
     def offsets(self):
         """numpy array of ``self(i)`` for ``i in range(size)`` (static only)."""
-        _require_static(self, "offsets")
+        require_static(self, "offsets")
         return np_offsets(*self.flat())
 
     # -- structure ------------------------------------------------------------
@@ -303,8 +304,6 @@ class Layout:
         return Layout(shapes, strides)
 
     def coalesce(self, profile: Any = None) -> "Layout":
-        from .algebra import coalesce
-
         return coalesce(self, profile)
 
     def same_map(self, other: Any) -> bool:
@@ -374,7 +373,7 @@ def np_offsets(shapes: tuple, strides: tuple):
     return acc
 
 
-def _require_static(x: Any, what: str) -> None:
+def require_static(x: Any, what: str) -> None:
     if not x.is_static:
         raise ValueError(f"{what}: needs a static layout (all leaves Python ints), got {x!r}")
 
@@ -394,6 +393,74 @@ def _as_layout(x: Any) -> Layout:
     if type(x) is int or (isinstance(x, tuple)):
         return Layout(x)
     raise ValueError(f"expected a Layout or a shape, got {type(x).__name__} {x!r}")
+
+
+# --------------------------------------------------------------------------
+# coalesce (here, not in algebra.py, because Layout.coalesce needs it)
+
+
+def layout_of(x: Any, what: str) -> Layout:
+    """``x`` as a Layout (a static shape becomes its column-major layout); ``what`` names the caller."""
+    if isinstance(x, Layout):
+        return x
+    if type(x) is int or (type(x) is tuple and all(type(e) in (int, tuple) for e in it.flatten(x))):
+        return Layout(x)
+    raise ValueError(f"{what}: expected a Layout or a static shape, got {type(x).__name__} {x!r}")
+
+
+def layout_from_modes(modes: list[tuple[Any, Any]]) -> Layout:
+    """The flat layout of ``(shape, stride)`` modes (``1:0`` when there are none)."""
+    if not modes:
+        return Layout(1, 0)
+    if len(modes) == 1:
+        return Layout(modes[0][0], modes[0][1])
+    return Layout(tuple(m[0] for m in modes), tuple(m[1] for m in modes))
+
+
+def coalesced_modes(shapes: tuple, strides: tuple) -> list[tuple[Any, Any]]:
+    """Flat modes with unit extents dropped and contiguous neighbours merged."""
+    out: list[list] = []
+    for s, d in zip(shapes, strides):
+        if type(s) is int and s == 1:
+            continue
+        if out:
+            ps, pd = out[-1]
+            if type(ps) is int and type(pd) is int and type(d) is int and type(s) is int and pd * ps == d:
+                out[-1][0] = ps * s
+                continue
+        out.append([s, d])
+    return [(s, d) for s, d in out]
+
+
+def coalesce(layout: Any, profile: Any = None) -> Any:
+    """Simplify ``layout`` without changing it as a function of the 1-D index.
+
+    With ``profile`` (a tuple), coalesce each top-level mode separately so the
+    rank is kept (CuTe's by-mode coalesce).
+
+    >>> coalesce(Layout((2, (1, 6)), (1, (6, 2))))
+    12:1
+    >>> coalesce(Layout((2, (1, 6)), (1, (6, 2))), (1, 1))
+    (2,6):(1,2)
+    """
+    if isinstance(layout, ComposedLayout):
+        return ComposedLayout(layout.swizzle, coalesce(layout.layout, profile))
+    layout = layout_of(layout, "coalesce")
+    if type(profile) is tuple:
+        if type(layout.shape) is not tuple or len(profile) > layout.rank:
+            raise ValueError(
+                f"coalesce: profile {fmt(profile)} has more modes than layout {layout!r}"
+            )
+        parts = [coalesce(layout[i], profile[i]) for i in range(len(profile))]
+        parts += [layout[i] for i in range(len(profile), layout.rank)]
+        return make_layout(*parts) if len(parts) > 1 else Layout((parts[0].shape,), (parts[0].stride,))
+    shapes, strides = layout.flat()
+    return layout_from_modes(coalesced_modes(shapes, strides))
+
+
+def coalesce_modes(layout: Any) -> Any:
+    """Per-mode coalesce: each top-level mode simplified, rank kept."""
+    return coalesce(layout, (1,) * layout.rank)
 
 
 # --------------------------------------------------------------------------
@@ -509,7 +576,7 @@ class ComposedLayout:
 
     @property
     def cosize(self) -> int:
-        _require_static(self, "cosize")
+        require_static(self, "cosize")
         return int(self.offsets().max()) + 1
 
     def __len__(self) -> int:

@@ -32,6 +32,12 @@ __all__ = [
     "replication",
     "same_distribution",
     "fit_tv_layout",
+    "fit_ownership",
+    "ownership_name",
+    "slot_list",
+    "prefix_strides",
+    "RegisterWindow",
+    "register_window",
 ]
 
 
@@ -142,15 +148,13 @@ class Ownership:
         return tuple(out)
 
     def __tylo_window__(self, origin, shape, check):
-        from .plans import register_window
-
         return register_window(self, origin, shape).result
 
     def __tylo_permutedims__(self, perm):
         shape = tuple(self.shape[p] for p in perm)
         # old index -> new index: coordinate c_i has old stride P_old[i],
         # new stride P_new[perm^-1[i]]
-        new_prefix = _prefix(shape)
+        new_prefix = prefix_strides(shape)
         inv = [0] * len(perm)
         for i, p in enumerate(perm):
             inv[p] = i
@@ -188,7 +192,8 @@ def _axis(axis, rank, what):
         raise ValueError(f"{what}: axis must be in range({rank}), got {axis!r}")
 
 
-def _prefix(shape):
+def prefix_strides(shape):
+    """Strides of the first-axis-fastest (column-major) index over ``shape``: ``(1, s0, s0*s1, ...)``."""
     p, out = 1, []
     for s in shape:
         out.append(p)
@@ -318,3 +323,87 @@ def fit_tv_layout(table: np.ndarray) -> Layout | None:
     if np.array_equal(L[0].offsets(), F) and np.array_equal(L[1].offsets(), G):
         return L
     return None
+
+
+# --------------------------------------------------------------------------
+# naming and register windows (here because Ownership.__tylo_window__ needs them)
+
+
+def ownership_name(o: Ownership) -> str:
+    """How messages name an ownership: its name, else its repr."""
+    return o.name or repr(o)
+
+
+def slot_list(xs) -> str:
+    """Slot numbers for messages, ``[0,1,...]``, shortened after eight."""
+    xs = list(xs)
+    if len(xs) > 8:
+        return "[" + ",".join(map(str, xs[:8])) + f",... ({len(xs)} slots)]"
+    return "[" + ",".join(map(str, xs)) + "]"
+
+
+@dataclass(frozen=True)
+class RegisterWindow:
+    """A static window of a fragment: result slot ``i`` is source slot
+    ``slots[i]``; ``result`` is the ownership of the window."""
+
+    source: Ownership
+    origin: tuple
+    shape: tuple
+    slots: tuple
+    result: Ownership
+
+    def __str__(self) -> str:
+        return (
+            f"RegisterWindow {ownership_name(self.source)} origin={fmt(self.origin)} "
+            f"shape={fmt(self.shape)}: slots {slot_list(self.slots)}"
+        )
+
+
+def fit_ownership(table: np.ndarray, shape: tuple, name: str, what: str) -> Ownership:
+    """The Ownership of ``shape`` whose index table is ``table``; ValueError (from ``what``) if no layout fits."""
+    tv = fit_tv_layout(table)
+    if tv is None:
+        raise ValueError(f"{what}: the resulting ownership of {name} is not representable as a layout")
+    return Ownership(shape, tv, name)
+
+
+def register_window(o: Ownership, origin: Any, shape: Any) -> RegisterWindow:
+    """The slots of ``o`` inside the static window ``origin``/``shape``; every
+    thread must keep the same slots (and at least one).
+
+    >>> w = register_window(Ownership.local((4, 8), axis=1), (0, 2), (4, 4))
+    >>> w.slots, w.result
+    ((2, 3, 4, 5), Ownership((4,4), (4,4):(1,4)))
+    """
+    what = "register_window"
+    origin = tuple(origin) if isinstance(origin, (tuple, list)) else (origin,)
+    shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
+    if len(origin) != o.rank or len(shape) != o.rank:
+        raise ValueError(f"{what}: origin and shape need one entry per axis (rank {o.rank})")
+    for x in origin + shape:
+        if type(x) is not int:
+            raise ValueError(f"{what}: a register window needs a static origin and shape, got {x!r}")
+    for i, (a, s, e) in enumerate(zip(origin, shape, o.shape)):
+        if s <= 0 or a < 0 or a + s > e:
+            raise ValueError(
+                f"{what}: window [{a}, {a + s}) of axis {i} is outside [0, {e}) of {ownership_name(o)}"
+            )
+    tab = ownership_table(o)
+    lo = np.array(origin)
+    hi = lo + np.array(shape)
+    inside = ((tab >= lo) & (tab < hi)).all(axis=2)
+    if not (inside == inside[:1]).all():
+        t = int(np.flatnonzero((inside != inside[:1]).any(axis=1))[0])
+        raise ValueError(
+            f"{what}: thread {t} of {ownership_name(o)} keeps different slots than thread 0; a register "
+            "window must select the same registers in every thread"
+        )
+    slots = tuple(int(v) for v in np.flatnonzero(inside[0]))
+    if not slots:
+        raise ValueError(f"{what}: the window keeps no value of {ownership_name(o)}; every thread must keep some")
+    sub = tab[:, list(slots), :] - lo
+    pre = prefix_strides(shape)
+    idx = sum(sub[:, :, i] * pre[i] for i in range(o.rank))
+    name = f"{ownership_name(o)}[{fmt(origin)}+{fmt(shape)}]"
+    return RegisterWindow(o, origin, shape, slots, fit_ownership(np.asarray(idx), shape, name, what))

@@ -27,12 +27,17 @@ import numpy as np
 from .inttuple import fmt
 from .ownership import (
     Ownership,
-    _prefix,
-    fit_tv_layout,
+    RegisterWindow,
+    fit_ownership,
     index_table,
     is_complete,
+    ownership_name,
     ownership_table,
+    prefix_strides,
+    register_window,
+    slot_list,
 )
+from .recognise import offsets_table
 
 __all__ = [
     "ReductionPlan",
@@ -49,17 +54,6 @@ __all__ = [
 ]
 
 WARP = 32
-
-
-def _name(o: Ownership) -> str:
-    return o.name or repr(o)
-
-
-def _slots(xs) -> str:
-    xs = list(xs)
-    if len(xs) > 8:
-        return "[" + ",".join(map(str, xs[:8])) + f",... ({len(xs)} slots)]"
-    return "[" + ",".join(map(str, xs)) + "]"
 
 
 @dataclass(frozen=True)
@@ -84,12 +78,12 @@ class ReductionPlan:
     def __str__(self) -> str:
         combines = sum(len(r) for r in self.tree)
         lines = [
-            f"ReductionPlan(axis={self.axis}) of {_name(self.source)}: "
+            f"ReductionPlan(axis={self.axis}) of {ownership_name(self.source)}: "
             f"{self.source.threads} threads x {self.source.values} slots",
             f"  local: {len(self.groups)} groups, {len(self.tree)} rounds, {combines} combines",
         ]
         for g, s in enumerate(self.groups[:4]):
-            lines.append(f"    group {g}: {_slots(s)}")
+            lines.append(f"    group {g}: {slot_list(s)}")
         if len(self.groups) > 4:
             lines.append(f"    ... {len(self.groups) - 4} more groups")
         lines.append(
@@ -111,26 +105,8 @@ class BroadcastPlan:
 
     def __str__(self) -> str:
         return (
-            f"BroadcastPlan(axis={self.axis}) {_name(self.source)} -> {_name(self.target)}: "
-            f"sources {_slots(self.sources)}"
-        )
-
-
-@dataclass(frozen=True)
-class RegisterWindow:
-    """A static window of a fragment: result slot ``i`` is source slot
-    ``slots[i]``; ``result`` is the ownership of the window."""
-
-    source: Ownership
-    origin: tuple
-    shape: tuple
-    slots: tuple
-    result: Ownership
-
-    def __str__(self) -> str:
-        return (
-            f"RegisterWindow {_name(self.source)} origin={fmt(self.origin)} "
-            f"shape={fmt(self.shape)}: slots {_slots(self.slots)}"
+            f"BroadcastPlan(axis={self.axis}) {ownership_name(self.source)} -> {ownership_name(self.target)}: "
+            f"sources {slot_list(self.sources)}"
         )
 
 
@@ -145,8 +121,8 @@ class RelayoutPlan:
 
     def __str__(self) -> str:
         return (
-            f"RelayoutPlan {_name(self.source)} -> {_name(self.target)}: "
-            f"sources {_slots(self.sources)}"
+            f"RelayoutPlan {ownership_name(self.source)} -> {ownership_name(self.target)}: "
+            f"sources {slot_list(self.sources)}"
         )
 
 
@@ -158,7 +134,7 @@ class VectorAccess:
     width_bytes: int
 
     def __str__(self) -> str:
-        return f"{self.width_bytes}B{_slots(self.slots)}"
+        return f"{self.width_bytes}B{slot_list(self.slots)}"
 
 
 @dataclass(frozen=True)
@@ -178,20 +154,13 @@ class VectorAccessPlan:
 
     def __str__(self) -> str:
         return (
-            f"VectorAccessPlan {_name(self.ownership)} via {self.storage!r} "
+            f"VectorAccessPlan {ownership_name(self.ownership)} via {self.storage!r} "
             f"({self.elem_bytes}-byte elements, base aligned to {self.align_bytes}): "
             + " ".join(str(a) for a in self.accesses)
         )
 
 
 # --------------------------------------------------------------------------
-
-
-def _fit(table: np.ndarray, shape: tuple, name: str, what: str) -> Ownership:
-    tv = fit_tv_layout(table)
-    if tv is None:
-        raise ValueError(f"{what}: the resulting ownership of {name} is not representable as a layout")
-    return Ownership(shape, tv, name)
 
 
 def _tree(groups) -> tuple:
@@ -220,12 +189,12 @@ def reduction_plan(o: Ownership, axis: int) -> ReductionPlan:
         raise ValueError(f"{what}: axis must be in range({o.rank}), got {axis!r}")
     if not is_complete(o):
         raise ValueError(
-            f"{what}: {_name(o)} does not own every coordinate; a reduction needs all values"
+            f"{what}: {ownership_name(o)} does not own every coordinate; a reduction needs all values"
         )
     idx = index_table(o)
     T, V = idx.shape
     rshape = tuple(1 if i == axis else s for i, s in enumerate(o.shape))
-    inner = _prefix(o.shape)[axis]
+    inner = prefix_strides(o.shape)[axis]
     extent = o.shape[axis]
     hi = idx // inner
     ax = hi % extent
@@ -243,7 +212,7 @@ def reduction_plan(o: Ownership, axis: int) -> ReductionPlan:
     if not np.array_equal(kidx, kidx[:, rep_of]):
         t = int(np.flatnonzero((kidx != kidx[:, rep_of]).any(axis=1))[0])
         raise ValueError(
-            f"{what}: threads of {_name(o)} group their slots differently along axis {axis} "
+            f"{what}: threads of {ownership_name(o)} group their slots differently along axis {axis} "
             f"(thread {t} differs from thread 0)"
         )
     R = kidx[:, reps]
@@ -251,7 +220,7 @@ def reduction_plan(o: Ownership, axis: int) -> ReductionPlan:
     if (Rs[:, 1:] == Rs[:, :-1]).any():
         t = int(np.flatnonzero((Rs[:, 1:] == Rs[:, :-1]).any(axis=1))[0])
         raise ValueError(
-            f"{what}: thread {t} of {_name(o)} holds one kept coordinate in two slot groups"
+            f"{what}: thread {t} of {ownership_name(o)} holds one kept coordinate in two slot groups"
         )
     # lane bits that vary along the axis
     masks = []
@@ -290,17 +259,17 @@ def reduction_plan(o: Ownership, axis: int) -> ReductionPlan:
         have = np.unique(ax[in_warp][kidx[in_warp] == key])
         if have.size < extent and len(warps) > 1:
             raise ValueError(
-                f"{what}: axis {axis} of {_name(o)} spans warps: the values of kept "
+                f"{what}: axis {axis} of {ownership_name(o)} spans warps: the values of kept "
                 f"coordinate {int(key)} are held by warps {warps}; a warp shuffle cannot "
                 "combine them"
             )
         raise ValueError(
-            f"{what}: the owners of kept coordinate {int(key)} in {_name(o)} are not "
+            f"{what}: the owners of kept coordinate {int(key)} in {ownership_name(o)} are not "
             f"combined exactly once by XOR shuffles over lane bits (masks {masks}); "
             "values are replicated or lanes do not vary by whole bits"
         )
-    rname = f"{_name(o)}.reduce(axis={axis})"
-    result = _fit(R, rshape, rname, what)
+    rname = f"{ownership_name(o)}.reduce(axis={axis})"
+    result = fit_ownership(R, rshape, rname, what)
     return ReductionPlan(o, axis, groups, _tree(groups), tuple(masks), result)
 
 
@@ -324,9 +293,9 @@ def broadcast_plan(full: Ownership, reduced: Ownership | None = None, axis: int 
             f"({fmt(full.shape)} with extent 1 on axis {axis})"
         )
     if reduced.threads != full.threads:
-        raise ValueError(f"{what}: {_name(reduced)} and {_name(full)} have different thread counts")
+        raise ValueError(f"{what}: {ownership_name(reduced)} and {ownership_name(full)} have different thread counts")
     tab = ownership_table(full)
-    rpre = _prefix(rshape)
+    rpre = prefix_strides(rshape)
     kidx = np.zeros(tab.shape[:2], dtype=np.int64)
     for i in range(full.rank):
         if i != axis:
@@ -347,7 +316,7 @@ def _select(src_idx, dst_idx, src, dst, what) -> tuple:
         if key not in pos0:
             raise ValueError(
                 f"{what}: values would have to move between threads: thread 0 of "
-                f"{_name(dst)} needs index {key}, which thread 0 of {_name(src)} does not hold"
+                f"{ownership_name(dst)} needs index {key}, which thread 0 of {ownership_name(src)} does not hold"
             )
         sources.append(pos0[key])
     sources_a = np.array(sources, dtype=np.int64)
@@ -358,55 +327,14 @@ def _select(src_idx, dst_idx, src, dst, what) -> tuple:
         key = int(dst_idx[t, v])
         if (src_idx[t] == key).any():
             raise ValueError(
-                f"{what}: thread {t} keeps index {key} of {_name(dst)} slot {v} in a different "
-                f"slot of {_name(src)} than thread 0; register selection must be uniform"
+                f"{what}: thread {t} keeps index {key} of {ownership_name(dst)} slot {v} in a different "
+                f"slot of {ownership_name(src)} than thread 0; register selection must be uniform"
             )
         raise ValueError(
-            f"{what}: values would have to move between threads: thread {t} of {_name(dst)} "
-            f"needs index {key} (slot {v}), which it does not hold in {_name(src)}"
+            f"{what}: values would have to move between threads: thread {t} of {ownership_name(dst)} "
+            f"needs index {key} (slot {v}), which it does not hold in {ownership_name(src)}"
         )
     return tuple(sources)
-
-
-def register_window(o: Ownership, origin: Any, shape: Any) -> RegisterWindow:
-    """The slots of ``o`` inside the static window ``origin``/``shape``; every
-    thread must keep the same slots (and at least one).
-
-    >>> w = register_window(Ownership.local((4, 8), axis=1), (0, 2), (4, 4))
-    >>> w.slots, w.result
-    ((2, 3, 4, 5), Ownership((4,4), (4,4):(1,4)))
-    """
-    what = "register_window"
-    origin = tuple(origin) if isinstance(origin, (tuple, list)) else (origin,)
-    shape = tuple(shape) if isinstance(shape, (tuple, list)) else (shape,)
-    if len(origin) != o.rank or len(shape) != o.rank:
-        raise ValueError(f"{what}: origin and shape need one entry per axis (rank {o.rank})")
-    for x in origin + shape:
-        if type(x) is not int:
-            raise ValueError(f"{what}: a register window needs a static origin and shape, got {x!r}")
-    for i, (a, s, e) in enumerate(zip(origin, shape, o.shape)):
-        if s <= 0 or a < 0 or a + s > e:
-            raise ValueError(
-                f"{what}: window [{a}, {a + s}) of axis {i} is outside [0, {e}) of {_name(o)}"
-            )
-    tab = ownership_table(o)
-    lo = np.array(origin)
-    hi = lo + np.array(shape)
-    inside = ((tab >= lo) & (tab < hi)).all(axis=2)
-    if not (inside == inside[:1]).all():
-        t = int(np.flatnonzero((inside != inside[:1]).any(axis=1))[0])
-        raise ValueError(
-            f"{what}: thread {t} of {_name(o)} keeps different slots than thread 0; a register "
-            "window must select the same registers in every thread"
-        )
-    slots = tuple(int(v) for v in np.flatnonzero(inside[0]))
-    if not slots:
-        raise ValueError(f"{what}: the window keeps no value of {_name(o)}; every thread must keep some")
-    sub = tab[:, list(slots), :] - lo
-    pre = _prefix(shape)
-    idx = sum(sub[:, :, i] * pre[i] for i in range(o.rank))
-    name = f"{_name(o)}[{fmt(origin)}+{fmt(shape)}]"
-    return RegisterWindow(o, origin, shape, slots, _fit(np.asarray(idx), shape, name, what))
 
 
 def relayout_plan(src: Ownership, dst: Ownership) -> RelayoutPlan:
@@ -423,7 +351,7 @@ def relayout_plan(src: Ownership, dst: Ownership) -> RelayoutPlan:
         raise ValueError(f"{what}: shapes {fmt(src.shape)} and {fmt(dst.shape)} differ")
     if src.threads != dst.threads:
         raise ValueError(
-            f"{what}: {_name(src)} has {src.threads} threads, {_name(dst)} has {dst.threads}"
+            f"{what}: {ownership_name(src)} has {src.threads} threads, {ownership_name(dst)} has {dst.threads}"
         )
     return RelayoutPlan(src, dst, _select(index_table(src), index_table(dst), src, dst, what))
 
@@ -453,8 +381,6 @@ def vector_access_plan(
         raise ValueError(f"{what}: align_bytes must be a power of two, got {align_bytes!r}")
     if not getattr(storage, "is_static", False):
         raise ValueError(f"{what}: storage must be a static layout or view, got {storage!r}")
-    from .recognise import offsets_table
-
     ext = offsets_table(storage)
     if tuple(ext.shape) != tuple(o.shape):
         raise ValueError(

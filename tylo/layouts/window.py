@@ -29,6 +29,7 @@ from typing import Any
 
 from . import inttuple as it
 from .inttuple import add, fmt
+from .affine import mode_stride
 from .layout import ComposedLayout, Layout
 
 __all__ = ["View", "window", "permutedims", "normalize_perm"]
@@ -116,15 +117,13 @@ class View:
         """``(offset, L)`` with ``view(c) == offset + L(c)`` when the parent
         is a Layout that is affine along every axis over the window, else
         None."""
-        from .recognise import _mode_stride
-
         p = self.parent
         if not isinstance(p, Layout):
             return None
         strides = []
         for i, (o, s) in enumerate(zip(self.origin, self.shape)):
             m = p[i] if type(p.shape) is tuple else p
-            d = _mode_stride(m, o if type(o) is int else None, s)
+            d = mode_stride(m, o if type(o) is int else None, s)
             if d is None:
                 return None
             strides.append(d)
