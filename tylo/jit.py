@@ -13,7 +13,7 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from . import __version__ as _version
+from ._version import __version__ as _version, source_digest
 from .cache import cache_key, default_cache
 from .codegen.compile import Resources, toolchain_versions
 from .codegen.targets import get_target
@@ -230,6 +230,9 @@ class JITFunction:
                 values.append(val)
             i += 1
         key = tuple(key)
+        deps = self._deps
+        if deps is not None and not deps.is_current():
+            self._check_dependencies()
         launcher = self._launchers.get(key)
         if launcher is None:
             launcher = self._launchers[key] = self._compile_for(key, full, block).launcher
@@ -447,11 +450,23 @@ class JITFunction:
         return spec
 
     def _dependencies(self):
-        if self._deps is None:
-            from .frontend.source import dependency_sources
+        """The fingerprint of everything the compile reads, taken again for every compile: a
+        helper edited and reloaded, or a global rebound or mutated, must never leave new code
+        stored under the key of the old sources. In-memory specialisations compiled from other
+        dependencies are dropped."""
+        from .frontend.source import collect_dependencies
 
-            self._deps = dependency_sources(self.fn)
-        return self._deps
+        deps = collect_dependencies(self.fn)
+        if self._deps is not None and deps.texts != self._deps.texts:
+            self._kernels.clear()
+            self._launchers.clear()
+        self._deps = deps
+        return deps.texts
+
+    def _check_dependencies(self):
+        """Called on a launch when a global the kernel read was rebound (``C = 5``), a helper was
+        reloaded or a global container changed: fingerprint again; recompile when it differs."""
+        self._dependencies()
 
     def _compile(self, spec, arch, maxntid):
 
@@ -459,7 +474,7 @@ class JITFunction:
         sig_text, params = _describe_spec(self.params, spec)
         constexprs = {p.name: repr(s[1]) for p, s in zip(self.params, spec) if p.constexpr}
         components = {
-            "tylo": _version, "toolchain": toolchain_versions(), "sources": self._dependencies(),
+            "tylo": _version, "tylo_sources": source_digest(), "toolchain": toolchain_versions(), "sources": self._dependencies(),
             "kernel": self.fn.__qualname__, "specialization": sig_text, "constexprs": constexprs,
             "target": arch, "options": {"maxntid": list(maxntid) if maxntid else None,
                                         **{k: repr(v) for k, v in sorted(self.options.items())}},
