@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from ._version import __version__ as _version, source_digest
 from .cache import cache_key, default_cache
+from .cache.disk import ARTIFACT_FILES
 from .codegen.compile import Resources, toolchain_versions
 from .codegen.targets import get_target
 from .ir import types as T
@@ -489,7 +490,7 @@ class JITFunction:
     def _compile_or_load(self, key, components, spec, params, target, maxntid, sig_text, constexprs):
         arch = target.name
         cache = default_cache()
-        entry = cache.lookup(key)
+        entry = cache.lookup(key, required=ARTIFACT_FILES)
         if entry is not None:
             meta = entry.meta
 
