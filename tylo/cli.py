@@ -437,12 +437,21 @@ def _parse_assignments(items: list[str] | None, flag: str) -> dict:
         if name in out:
             raise UsageError(f"{flag} {name} given twice")
         raw = raw.strip()
-        try:
-            value = ast.literal_eval(raw)
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            value = raw
-        out[name] = value
+        out[name] = _constexpr_value(raw)
     return out
+
+
+def _constexpr_value(raw: str):
+    """A Python literal; a tylo dtype name (``f16``, ``bf16``, ``f8e4m3``...) is that dtype (write
+    ``'"f16"'`` for the string); any other text is kept as a string."""
+    from tylo.ir.types import SCALAR_TYPES
+
+    if raw in SCALAR_TYPES:
+        return SCALAR_TYPES[raw]
+    try:
+        return ast.literal_eval(raw)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return raw
 
 
 def _is_compile_error(e: BaseException) -> bool:
@@ -532,7 +541,7 @@ def _option_kwargs(compile_fn, options: dict) -> dict:
     except (TypeError, ValueError):
         return {"options": options}
     takes_any = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-    reserved = {"signature", "arch", "constexprs", "options"}
+    reserved = {"signature", "arch", "constexprs", "options", "block"}
     out: dict = {}
     rest: dict = {}
     for name, value in options.items():
@@ -583,6 +592,8 @@ def cmd_compile(args) -> int:
     kwargs: dict = {"signature": args.signature, "constexprs": constexprs}
     if args.arch is not None:
         kwargs["arch"] = args.arch
+    if args.block is not None:
+        kwargs["block"] = args.block
     if options:
         kwargs.update(_option_kwargs(kernel.compile, options))
     try:
@@ -636,6 +647,16 @@ def _print_compiled(c) -> None:
 # parser and entry point
 
 
+def _block_arg(text: str) -> tuple:
+    try:
+        dims = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected X[,Y[,Z]] positive ints, got {text!r}") from None
+    if not 1 <= len(dims) <= 3 or any(d < 1 for d in dims):
+        raise argparse.ArgumentTypeError(f"expected 1 to 3 positive ints, got {text!r}")
+    return dims
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="tylo",
@@ -679,10 +700,15 @@ def build_parser() -> argparse.ArgumentParser:
                                    "resource usage and cache key.")
     p.add_argument("target", metavar="FILE.py:KERNEL")
     p.add_argument("--signature", required=True, metavar="SIG",
-                   help='runtime argument types, e.g. "*f32, *f32, i32, f32"')
+                   help='runtime argument types, e.g. "*f32:16, *f32:16, i32:16, f32" (*T:16: 16-byte '
+                        'aligned pointer; i32:16: divisible by 16; i32=1: equal to 1)')
     p.add_argument("--arch", metavar="ARCH", help="target, e.g. sm_80, sm_90a, sm_100a")
+    p.add_argument("--block", type=_block_arg, metavar="X[,Y[,Z]]",
+                   help="the launch's block shape; a launch kernel[grid, block] hits this entry only "
+                        "when it is the same (default: none, entry for compile() without block)")
     p.add_argument("--constexpr", action="append", metavar="NAME=VALUE",
-                   help="value of a tylo.constexpr parameter (Python literal); repeatable")
+                   help="value of a tylo.constexpr parameter: a Python literal or a dtype name "
+                        "(OUT=f16); repeatable")
     p.add_argument("--option", action="append", metavar="KEY=VALUE",
                    help="compiler option (Python literal); repeatable")
     p.add_argument("--traceback", action="store_true", help="show tracebacks of errors")
