@@ -188,9 +188,10 @@ _STATIC_NODES = (ast.Expression, ast.Tuple, ast.List, ast.Call, ast.Name, ast.Lo
 
 
 def _eval_static(text: str, entry: str) -> tuple:
-    """The static description of a blob, written with tylo's public names and literals only."""
-    import tylo
+    """The static description of a blob, written with dtype and TMA plan names and literals only."""
+    from .lang import tma
 
+    names = {**T.SCALAR_TYPES, **{n: getattr(tma, n) for n in tma.__all__}}
     try:
         tree = ast.parse(text, mode="eval")
     except SyntaxError:
@@ -199,10 +200,10 @@ def _eval_static(text: str, entry: str) -> tuple:
         if not isinstance(node, _STATIC_NODES):
             raise ValueError(f"bad signature entry {entry!r}: its static part may hold only tylo names, "
                              f"calls and literals")
-        if isinstance(node, ast.Name) and node.id not in tylo.__all__:
+        if isinstance(node, ast.Name) and node.id not in names:
             raise ValueError(f"bad signature entry {entry!r}: {node.id!r} is not a tylo name")
     try:
-        value = eval(compile(tree, "<signature>", "eval"), {"__builtins__": {}}, dict(vars(tylo)))
+        value = eval(compile(tree, "<signature>", "eval"), {"__builtins__": {}}, names)
     except Exception as exc:
         raise ValueError(f"bad signature entry {entry!r}: {exc}") from None
     if not isinstance(value, tuple):
