@@ -251,7 +251,7 @@ def test_cache_dump_corrupt_entry(capsys, cache):
 
 def test_cache_dump_sass_without_disassembler(capsys, cache, monkeypatch):
     key = store_kernel(cache)
-    monkeypatch.setattr(cli, "find_disassembler", lambda: None)
+    monkeypatch.setattr(cli.disasm, "find_disassembler", lambda: None)
     rc, out, err = run(capsys, "cache", "dump", key, "--stage", "sass")
     assert rc == 1 and out == ""
     assert err.strip() == f"error: {NVDISASM_MISSING}"
@@ -281,7 +281,7 @@ def test_cache_dump_sass_runs_tool_on_cubin(capsys, cache, monkeypatch, tmp_path
     tool = tmp_path / "fake-dis"
     tool.write_text(f"#!/bin/sh\ncp \"$2\" {seen}\necho '        /*0000*/  EXIT ;'\n")
     tool.chmod(0o755)
-    monkeypatch.setattr(cli, "find_disassembler", lambda: [str(tool), "-c"])
+    monkeypatch.setattr(cli.disasm, "find_disassembler", lambda: [str(tool), "-c"])
     rc, out, err = run(capsys, "cache", "dump", key, "--stage", "sass")
     assert rc == 0, err
     assert "EXIT" in out
