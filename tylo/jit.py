@@ -62,6 +62,23 @@ class CompiledKernel:
     _launcher: object = None
 
     @property
+    def static_shared_bytes(self) -> int:
+        """Shared memory the cubin declares statically (nvJitLink's report)."""
+        return int(getattr(self.resources, "shared_bytes", 0) or 0)
+
+    @property
+    def total_shared_bytes(self) -> int:
+        """What a launch uses: static plus the dynamic bytes set on every launch."""
+        return self.static_shared_bytes + self.shared_bytes
+
+    def __repr__(self):
+        # one line: the artifacts (IR, LLVM, PTX, cubin bytes) are attributes, not part of the repr
+        regs = getattr(self.resources, "registers", "?")
+        where = ", from cache" if self.from_cache else ""
+        return (f"<CompiledKernel {self.name} [{self.arch}] ({self.signature}) key={self.key[:12]} regs={regs} "
+                f"shared={self.static_shared_bytes}+{self.shared_bytes}B cubin={len(self.cubin)}B{where}>")
+
+    @property
     def launcher(self):
         if self._launcher is None:
             from .runtime import driver
@@ -475,7 +492,7 @@ class JITFunction:
             "key": key, "kernel": self.fn.__name__, "qualname": self.fn.__qualname__,
             "source_file": inspect.getsourcefile(self.fn), "source_line": self.fn.__code__.co_firstlineno,
             "arch": arch, "signature": sig_text, "constexprs": constexprs, **compiled.resources.as_dict(),
-            "dynamic_shared_bytes": compiled.shared_bytes, "cubin_bytes": len(compiled.cubin),
+            "dynamic_shared_bytes": compiled.shared_bytes, "total_shared_bytes": compiled.total_shared_bytes, "cubin_bytes": len(compiled.cubin),
             "compile_ms": compiled.compile_ms, "created": time.time(), "tylo_version": _version,
             "maxntid": list(maxntid) if maxntid else None,
         }
@@ -493,6 +510,8 @@ class JITFunction:
         t0 = time.perf_counter()
         kernel = generate_kernel(self.fn, self.fn.__name__, params, target.name, maxntid)
         t1 = time.perf_counter()
+        _, shared = shared_memory_plan(kernel)
+        _check_shared_arrays(kernel, target.name)
         run_passes(kernel)
         ir_text = print_kernel(kernel)
         t2 = time.perf_counter()
@@ -506,7 +525,12 @@ class JITFunction:
         t4 = time.perf_counter()
         times = {"frontend": (t1 - t0) * 1e3, "passes": (t2 - t1) * 1e3, "llvm": (t3 - t2) * 1e3,
                  "assemble": (t4 - t3) * 1e3, "total": (t4 - t0) * 1e3}
-        _, shared = shared_memory_plan(kernel)
+        static = int(getattr(resources, "shared_bytes", 0) or 0)
+        if static + shared > _shared_limit(target.name):
+            raise _compile_error_at(
+                f"the kernel {self.fn.__name__} uses {static + shared:,} bytes of shared memory (static {static:,} + "
+                f"dynamic {shared:,}); {target.name} allows at most {_shared_limit(target.name):,} bytes per block",
+                kernel.loc, internal=False)
         return CompiledKernel(
             name=self.fn.__name__, arch=target.name, signature=sig_text, key=key, ir=ir_text, llvm=llvm_ir,
             ptx=ptx, cubin=cubin, resources=resources, shared_bytes=shared,
@@ -531,14 +555,42 @@ def _dump_artifacts(folder: str, compiled: CompiledKernel) -> None:
             f.write(text)
 
 
-def _compile_error_at(message, loc):
+def _compile_error_at(message, loc, internal=True):
     """A CompileError at an IR op's source location (for failures after the frontend)."""
     import linecache
 
     from .frontend.errors import CompileError
 
     line = linecache.getline(loc.filename, loc.lineno) or None
-    return CompileError(f"internal compiler error: {message}", loc.filename, loc.lineno, loc.col, line)
+    text = f"internal compiler error: {message}" if internal else message
+    return CompileError(text, loc.filename, loc.lineno, loc.col, line)
+
+
+# Shared memory one block may use (static + dynamic, with the opt-in), per target: CUDA C
+# Programming Guide, "Technical Specifications per Compute Capability". (Belongs in the target
+# table of codegen/targets.py; kept here until that table grows the field.)
+_SHARED_LIMIT = {"sm_80": 163 * 1024, "sm_86": 99 * 1024, "sm_89": 99 * 1024, "sm_90": 227 * 1024,
+                 "sm_90a": 227 * 1024, "sm_100a": 227 * 1024, "sm_120a": 99 * 1024}
+
+
+def _shared_limit(arch: str) -> int:
+    return _SHARED_LIMIT.get(arch, 99 * 1024)
+
+
+def _check_shared_arrays(kernel, arch):
+    """Before LLVM: the shared array that takes the kernel past the target's limit, at its line."""
+    limit = _shared_limit(arch)
+    allocs = {sym: (dtype, count, align) for sym, dtype, count, align in kernel.attrs.get("shared", [])}
+    total = 0
+    for op in kernel.walk():
+        if op.name != "mem.shared_alloc" or op.attrs.get("symbol") not in allocs:
+            continue
+        dtype, count, align = allocs[op.attrs["symbol"]]
+        total = -(-total // align) * align + count * dtype.itemsize
+        if total > limit:
+            raise _compile_error_at(
+                f"this shared_array takes the kernel's shared memory to {total:,} bytes ({count:,} x {dtype}); "
+                f"{arch} allows at most {limit:,} bytes per block", op.loc, internal=False)
 
 
 def _pointer_spec(part, v):

@@ -188,6 +188,10 @@ def test_cache_show(capsys, cache):
     key = store_kernel(cache)
     rc, out, err = run(capsys, "cache", "show", key[:8])
     assert rc == 0, err
+    assert f"key            {key}" in out and "signature      *f32:16, *f32:16, *f32:16, f32, i32" in out
+    assert "constexprs     BLOCK=256" in out and "registers      12" in out
+    rc, out, err = run(capsys, "cache", "show", key[:8], "--json")
+    assert rc == 0, err
     meta = json.loads(out)
     assert meta["key"] == key and meta["kernel"] == "saxpy" and meta["registers"] == 12
     assert set(meta["files"]) == {"kernel.tyir", "kernel.ll", "kernel.ptx", "kernel.cubin"}

@@ -275,6 +275,22 @@ class DiskCache:
         """True when entries live only in this process (disabled, or fallen back)."""
         return not self.enabled or self.fallback_reason is not None
 
+    def root_problem(self) -> str | None:
+        """Why the cache folder cannot hold entries (not a directory, unreadable), or None."""
+        if not self.enabled:
+            return None
+        try:
+            st = os.stat(self.root)
+        except FileNotFoundError:
+            return None  # made by the first store
+        except OSError as exc:
+            return f"{self.root} cannot be read ({exc.strerror})"
+        if not stat.S_ISDIR(st.st_mode):
+            return f"{self.root} is not a directory"
+        if not os.access(self.root, os.R_OK | os.X_OK):
+            return f"{self.root} cannot be read (permission denied)"
+        return None
+
     def _entry_dir(self, key: str) -> Path:
         return self.root / key
 

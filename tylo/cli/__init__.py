@@ -33,6 +33,10 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="environment: TYLO_CACHE_DIR (cache folder, default ~/.cache/tylo), "
                "TYLO_CACHE=0 (keep compiled kernels in memory only)",
     )
+    from tylo._version import __version__
+    from tylo.codegen.targets import TARGETS
+
+    parser.add_argument("--version", action="version", version=f"tylo {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     p_cache = sub.add_parser("cache", help="inspect and clear the kernel cache",
@@ -41,10 +45,14 @@ def build_parser() -> argparse.ArgumentParser:
     csub = p_cache.add_subparsers(dest="cache_command", metavar="ACTION", required=True)
 
     p = csub.add_parser("list", help="one row per cached kernel")
+    p.add_argument("kernel", metavar="KERNEL", nargs="?",
+                   help="only entries of this kernel (name or qualname; shell patterns such as 'gemm*')")
+    p.add_argument("--json", action="store_true", help="print the entries as JSON")
     p.set_defaults(func=cmd_cache_list, _parser=p)
 
-    p = csub.add_parser("show", help="print an entry's meta.json")
+    p = csub.add_parser("show", help="an entry's kernel, signature, resources and files")
     p.add_argument("key", metavar="KEY", help="cache key or a unique prefix of it")
+    p.add_argument("--json", action="store_true", help="print the entry's meta.json")
     p.set_defaults(func=cmd_cache_show, _parser=p)
 
     p = csub.add_parser("dump", help="print an entry's IR, LLVM IR, PTX or SASS")
@@ -71,7 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--signature", required=True, metavar="SIG",
                    help='runtime argument types, e.g. "*f32:16, *f32:16, i32:16, f32" (*T:16: 16-byte '
                         'aligned pointer; i32:16: divisible by 16; i32=1: equal to 1)')
-    p.add_argument("--arch", metavar="ARCH", help="target, e.g. sm_80, sm_90a, sm_100a")
+    p.add_argument("--arch", metavar="ARCH", choices=list(TARGETS),
+                   help=f"target: {', '.join(TARGETS)} (default: the kernel's arch option, else sm_90a)")
     p.add_argument("--block", type=parse_block, metavar="X[,Y[,Z]]",
                    help="the launch's block shape; a launch kernel[grid, block] hits this entry only "
                         "when it is the same (default: none, entry for compile() without block)")
@@ -84,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_compile, _parser=p)
 
     p = sub.add_parser("info", help="versions of tylo and its toolchain, GPUs, cache folder")
+    p.add_argument("--json", action="store_true", help="print the same facts as JSON")
     p.set_defaults(func=cmd_info, _parser=p)
     return parser
 

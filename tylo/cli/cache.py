@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import subprocess
 import sys
@@ -13,7 +14,8 @@ from tylo.cache.disk import STAGE_FILES, CacheEntry, DiskCache, default_cache
 
 from . import disasm
 from .errors import CLIError, UsageError
-from .formatting import cache_location, fmt_ago, fmt_bytes, fmt_ms, num, signature_cell, spills, table, truncate
+from .formatting import (block_cell, cache_location, checked_cache, compile_ms_total, constexprs_cell, fmt_ago,
+                         fmt_bytes, fmt_ms, num, shared_memory, spills, table, truncate)
 
 __all__ = ["cmd_cache_list", "cmd_cache_show", "cmd_cache_dump", "cmd_cache_clear", "cmd_cache_path"]
 
@@ -25,15 +27,42 @@ def _resolve(cache: DiskCache, prefix: str) -> CacheEntry:
         raise CLIError(str(e)) from None
 
 
+def _entry_record(e: CacheEntry) -> dict:
+    """What ``cache list --json`` says of one entry."""
+    m = e.meta
+    static, dynamic = shared_memory(m)
+    return {
+        "key": e.key, "kernel": m.get("kernel"), "qualname": m.get("qualname"), "arch": m.get("arch"),
+        "signature": m.get("signature"), "constexprs": m.get("constexprs") or {}, "block": m.get("maxntid"),
+        "registers": m.get("registers"), "spill_store_bytes": m.get("spill_store_bytes"),
+        "spill_load_bytes": m.get("spill_load_bytes"),
+        "shared_bytes": {"static": static, "dynamic": dynamic, "total": static + dynamic},
+        "cubin_bytes": m.get("cubin_bytes"), "compile_ms": compile_ms_total(m.get("compile_ms")),
+        "last_used": e.last_used, "size_bytes": e.size, "path": str(e.path) if e.path is not None else None,
+    }
+
+
+def _matches(e: CacheEntry, pattern: str | None) -> bool:
+    if not pattern:
+        return True
+    names = [str(e.meta.get("kernel") or ""), str(e.meta.get("qualname") or "")]
+    return any(fnmatch.fnmatchcase(n, pattern) for n in names if n)
+
+
 def cmd_cache_list(args) -> int:
-    cache = default_cache()
-    entries = cache.entries()
+    cache = checked_cache(default_cache())
+    entries = [e for e in cache.entries() if _matches(e, args.kernel)]
+    entries.sort(key=lambda e: e.last_used, reverse=True)
+    if args.json:
+        print(json.dumps({"cache": str(cache.root), "disk": not cache.memory_only,
+                          "entries": [_entry_record(e) for e in entries]}, indent=2, default=str))
+        return 0
     if not entries:
-        print(f"cache is empty ({cache_location(cache)})")
+        what = f"no entry for kernel {args.kernel!r}" if args.kernel else "cache is empty"
+        print(f"{what} ({cache_location(cache)})")
         return 0
     now = time.time()
-    entries.sort(key=lambda e: e.last_used, reverse=True)
-    headers = ["KEY", "KERNEL", "ARCH", "SIGNATURE | CONSTEXPRS", "REGS", "SPILLS", "SHARED",
+    headers = ["KEY", "KERNEL", "ARCH", "SIGNATURE", "CONSTEXPRS", "BLOCK", "REGS", "SPILLS", "SHARED",
                "CUBIN", "COMPILE", "LAST USED"]
     rows = []
     total = 0
@@ -46,31 +75,52 @@ def cmd_cache_list(args) -> int:
             e.key[:12],
             str(m.get("kernel") or "?"),
             str(m.get("arch") or "-"),
-            truncate(signature_cell(m), 56),
+            truncate(str(m.get("signature") or "-"), 48),
+            truncate(constexprs_cell(m), 40),
+            block_cell(m),
             num(m.get("registers")),
             spills(m),
-            fmt_bytes(m.get("shared_bytes")),
+            fmt_bytes(sum(shared_memory(m))),   # what a launch uses: static + dynamic
             fmt_bytes(cubin) if cubin is not None else "-",
             fmt_ms(m.get("compile_ms")),
             fmt_ago(e.last_used, now),
         ])
-    print(table(headers, rows, right={4, 5, 6, 7, 8}))
+    print(table(headers, rows, right={6, 7, 8, 9, 10}))
     n = len(entries)
     print(f"\n{n} entr{'y' if n == 1 else 'ies'}, {fmt_bytes(total)} in {cache_location(cache)}")
     return 0
 
 
 def cmd_cache_show(args) -> int:
-    entry = _resolve(default_cache(), args.key)
+    entry = _resolve(checked_cache(default_cache()), args.key)
     meta = dict(entry.meta)
     if not meta:
         raise CLIError(f"cache entry {entry.key[:12]} has no readable meta.json ({entry.path})")
-    print(json.dumps(meta, indent=2, sort_keys=False, default=str))
+    if args.json:
+        print(json.dumps(meta, indent=2, sort_keys=False, default=str))
+        return 0
+    static, dynamic = shared_memory(meta)
+    rows = [
+        ("key", entry.key), ("kernel", f"{meta.get('qualname') or meta.get('kernel')}"),
+        ("source", f"{meta.get('source_file', '-')}:{meta.get('source_line', '-')}"),
+        ("arch", str(meta.get("arch", "-"))), ("signature", str(meta.get("signature", "-"))),
+        ("constexprs", constexprs_cell(meta)), ("block", block_cell(meta)),
+        ("registers", num(meta.get("registers"))),
+        ("spills", f"{num(meta.get('spill_store_bytes'))} bytes stored, {num(meta.get('spill_load_bytes'))} "
+                   f"bytes loaded"),
+        ("shared memory", f"{static + dynamic} bytes (static {static} + dynamic {dynamic})"),
+        ("cubin", f"{num(meta.get('cubin_bytes'))} bytes"), ("compile time", fmt_ms(meta.get("compile_ms"))),
+        ("last used", fmt_ago(entry.last_used)), ("path", str(entry.path) if entry.path else "(in memory)"),
+        ("files", ", ".join(sorted(meta.get("files") or {})) or "-"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    for k, v in rows:
+        print(f"{k.ljust(width)}  {v}")
     return 0
 
 
 def cmd_cache_dump(args) -> int:
-    cache = default_cache()
+    cache = checked_cache(default_cache())
     entry = _resolve(cache, args.key)
     verified = cache.lookup(entry.key, touch=False)
     if verified is None:
@@ -105,7 +155,7 @@ def _sass(entry: CacheEntry) -> str:
 
 
 def cmd_cache_clear(args) -> int:
-    cache = default_cache()
+    cache = checked_cache(default_cache())
     chosen = [x for x in (args.key is not None, args.all, args.older_than is not None) if x]
     if len(chosen) != 1:
         raise UsageError("give exactly one of KEY, --all or --older-than DAYS")

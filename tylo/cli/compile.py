@@ -221,7 +221,7 @@ def _print_compiled(c) -> None:
         ("registers", num(r("registers"))),
         ("spills", f"{num(r('spill_store_bytes'))} bytes stored, {num(r('spill_load_bytes'))} bytes loaded"),
         ("stack", f"{num(r('stack_bytes'))} bytes"),
-        ("shared memory", f"{num(r('shared_bytes'))} bytes"),
+        ("shared memory", _shared_text(c)),
     ]
     cubin = getattr(c, "cubin", None)
     if isinstance(cubin, (bytes, bytearray)):
@@ -229,10 +229,33 @@ def _print_compiled(c) -> None:
     ms = getattr(c, "compile_ms", None)
     if compile_ms_total(ms) is not None:
         rows.append(("compile time", f"{compile_ms_total(ms):.1f} ms"))
-    rows.append(("cache key", str(getattr(c, "key", "?"))))
+    rows.append(("cache key", f"{getattr(c, 'key', '?')}{_stored_note(c)}"))
     width = max(len(k) for k, _ in rows)
     for k, v in rows:
         print(f"  {k.ljust(width)}  {v}")
+
+
+def _shared_text(c) -> str:
+    """Static + dynamic: what a launch uses (nvJitLink reports only the static part)."""
+    static = getattr(getattr(c, "resources", None), "shared_bytes", 0) or 0
+    dynamic = getattr(c, "shared_bytes", 0) or 0
+    if not isinstance(static, int) or not isinstance(dynamic, int):
+        return "-"
+    return f"{static + dynamic} bytes (static {static} + dynamic {dynamic})"
+
+
+def _stored_note(c) -> str:
+    """Say where the entry is, or that it is not stored (TYLO_CACHE=0, an unusable folder)."""
+    from tylo.cache.disk import default_cache
+
+    cache = default_cache()
+    if getattr(c, "from_cache", False):
+        return " (loaded from the cache)"
+    if not cache.enabled:
+        return " (not stored: the disk cache is disabled by TYLO_CACHE=0)"
+    if cache.fallback_reason:
+        return f" (not stored: {cache.fallback_reason})"
+    return ""
 
 
 def parse_block(text: str) -> tuple:

@@ -7,7 +7,7 @@ import time
 from tylo.cache.disk import DiskCache
 
 __all__ = ["fmt_bytes", "fmt_ago", "num", "compile_ms_total", "fmt_ms", "spills", "signature_cell", "truncate",
-           "table", "cache_location"]
+           "table", "cache_location", "shared_memory", "constexprs_cell", "block_cell", "checked_cache"]
 
 
 def fmt_bytes(n) -> str:
@@ -100,3 +100,36 @@ def cache_location(cache: DiskCache) -> str:
     if not cache.enabled:
         return f"{cache.root} (disabled by TYLO_CACHE=0: memory only)"
     return str(cache.root)
+
+
+def shared_memory(meta: dict) -> tuple[int, int]:
+    """(static, dynamic) shared bytes of an entry: what a launch uses is their sum."""
+    def as_int(v):
+        return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0
+    return as_int(meta.get("shared_bytes")), as_int(meta.get("dynamic_shared_bytes"))
+
+
+def constexprs_cell(meta: dict) -> str:
+    ce = meta.get("constexprs")
+    if isinstance(ce, dict) and ce:
+        return ", ".join(f"{k}={v}" for k, v in ce.items())
+    return "-"
+
+
+def block_cell(meta: dict) -> str:
+    b = meta.get("maxntid")
+    if isinstance(b, list) and b:
+        while len(b) > 1 and b[-1] == 1:
+            b = b[:-1]
+        return "x".join(str(v) for v in b)
+    return "-"
+
+
+def checked_cache(cache: DiskCache) -> DiskCache:
+    """``cache``, or a CLIError when its folder cannot hold entries (TYLO_CACHE_DIR=/etc/passwd)."""
+    from .errors import CLIError
+
+    problem = cache.root_problem()
+    if problem:
+        raise CLIError(f"cache folder {problem}; set TYLO_CACHE_DIR to a folder")
+    return cache

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import platform
 import sys
 
@@ -120,11 +121,19 @@ def cmd_info(args) -> int:
 
     cache = default_cache()
     state = ""
-    if cache.enabled:
+    problem = cache.root_problem()
+    if problem:
+        state = f" (unusable: {problem})"
+    elif cache.enabled:
         n = len(cache.keys())
         state = f" ({n} entr{'y' if n == 1 else 'ies'})"
     rows.append(("cache", cache_location(cache) + state))
 
+    if getattr(args, "json", False):
+        out = dict(rows)
+        out["devices"] = [line.split(": ", 1)[1] for line in device_lines]
+        print(json.dumps(out, indent=2))
+        return 0
     width = max(len(k) for k, _ in rows)
     for k, v in rows:
         print(f"{k.ljust(width)}  {v}")
