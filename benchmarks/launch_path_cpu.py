@@ -35,7 +35,7 @@ def saxpy(out, x, n, a):
         out[i] = x[i] * a * SCALE
 
 
-def main(batch=20000, repeat=15):
+def main(batch=5000, repeat=60):
     tylo.CompiledKernel.launcher = property(lambda self: _NoLaunch())
     out, x = _Array(0x7F0000000000), _Array(0x7F0000010000)
     launch = saxpy[(8,), (128,)]
