@@ -333,3 +333,49 @@ def test_the_key_holds_the_source_digest(monkeypatch):
     first = k.compile(signature="*f32", arch="sm_80")
     monkeypatch.setattr(jit_module, "source_digest", lambda: "0" * 64)
     assert k.compile(signature="*f32", arch="sm_80").key != first.key
+
+
+def test_fingerprints_of_values_and_the_launch_check(tmp_path):
+    """Unit level: each kind of global value changes the fingerprint when it changes, and
+    is_current() sees rebinding and shallow mutation (classes, objects, lists)."""
+    from tylo.frontend.source import collect_dependencies
+
+    mod = _module(tmp_path, "values_mod", '''
+        import enum
+        import functools
+        import numpy as np
+        import tylo
+
+        class Mode(enum.Enum):
+            FAST = 1
+            SLOW = 2
+
+        class Consts:
+            SCALE = 2
+
+        def scaled(v, k):
+            return v * k
+
+        LUT = np.arange(8, dtype=np.float32)
+        MODE = Mode.FAST
+        TWICE = functools.partial(scaled, k=2)
+        SIZES = [1, 2]
+
+        @tylo.jit
+        def k(out):
+            if MODE == Mode.FAST:
+                out[0] = 1.0 * LUT[3] + Consts.SCALE + TWICE(1) + SIZES[0]
+    ''')
+    deps = collect_dependencies(mod.k.fn)
+    assert deps.is_current()
+    changes = [("LUT", lambda: mod.LUT.__setitem__(3, 9.0)), ("MODE", lambda: setattr(mod, "MODE", mod.Mode.SLOW)),
+               ("TWICE", lambda: setattr(mod, "TWICE", mod.functools.partial(mod.scaled, k=3))),
+               ("Consts", lambda: setattr(mod.Consts, "SCALE", 3)), ("SIZES", lambda: mod.SIZES.__setitem__(0, 5))]
+    for name, change in changes:
+        before = collect_dependencies(mod.k.fn)
+        change()
+        after = collect_dependencies(mod.k.fn)
+        assert after.texts != before.texts, name
+        if name != "LUT":             # an array changed in place is seen by the next compile only
+            assert not before.is_current(), name
+        assert after.is_current()

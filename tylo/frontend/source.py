@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import enum
 import functools
 import inspect
 import textwrap
@@ -295,6 +296,8 @@ class _Walker:
             return self._numpy(value)
         if isinstance(value, types.ModuleType):
             return f"module {value.__name__}"
+        if isinstance(value, enum.Enum):
+            return f"enum {module}.{t.__qualname__}.{value.name}={sub(value.value)}"
         inner = getattr(value, self.helper_attr, None) or getattr(value, "__tylo_kernel_fn__", None)
         if inner is not None and isinstance(inner, types.FunctionType):
             self.visit(inner)
