@@ -59,12 +59,14 @@ def test_compile_with_the_cache_disabled_says_the_key_is_not_stored(capsys, kern
                        "--constexpr", "ELEMS=256", "--arch", "sm_80")
     assert rc == 0, err
     assert re.search(r"cache key\s+[0-9a-f]{64} \(not stored: the disk cache is disabled by TYLO_CACHE=0\)", out)
+    assert "pass --block for a launch to hit this entry" in out
 
 
 def test_shared_memory_is_static_plus_dynamic_everywhere(capsys, kernel_file):
     rc, out, err = run(capsys, "compile", f"{kernel_file}:staged", "--signature", "*f32, *f32, i32",
                        "--constexpr", "ELEMS=8192", "--arch", "sm_80", "--block", "256")
     assert rc == 0, err
+    assert re.search(r"^\s+block\s+256$", out, re.M)
     m = re.search(r"shared memory\s+(\d+) bytes \(static (\d+) \+ dynamic (\d+)\)", out)
     assert m and int(m.group(3)) == 8192 * 4 and int(m.group(1)) == int(m.group(2)) + int(m.group(3))
     key = re.search(r"cache key\s+([0-9a-f]{64})", out).group(1)

@@ -202,11 +202,11 @@ def cmd_compile(args) -> int:
             traceback.print_exc()
         raise CLIError(f"internal error while compiling {kernel_name}: {type(e).__name__}: {e}") from None
 
-    _print_compiled(compiled)
+    _print_compiled(compiled, args.block)
     return 0
 
 
-def _print_compiled(c) -> None:
+def _print_compiled(c, block=None) -> None:
     res = getattr(c, "resources", None)
 
     def r(name):
@@ -218,6 +218,8 @@ def _print_compiled(c) -> None:
     print(f"compiled {name} for {arch}")
     rows = [
         ("signature", str(sig)),
+        ("block", "x".join(map(str, block)) if block else
+         "none (launches always give a block: pass --block for a launch to hit this entry)"),
         ("registers", num(r("registers"))),
         ("spills", f"{num(r('spill_store_bytes'))} bytes stored, {num(r('spill_load_bytes'))} bytes loaded"),
         ("stack", f"{num(r('stack_bytes'))} bytes"),
