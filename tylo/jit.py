@@ -461,7 +461,8 @@ class JITFunction:
         sig_text, params = _describe_spec(self.params, spec)
         constexprs = {p.name: repr(s.value) for p, s in zip(self.params, spec) if isinstance(s, ConstexprSpec)}
         components = {
-            "tylo": _version, "tylo_sources": source_digest(), "toolchain": toolchain_versions(), "sources": self._dependencies(),
+            "tylo": _version, "tylo_sources": source_digest(), "toolchain": toolchain_versions(),
+            "sources": self._dependencies(),
             "kernel": self.fn.__qualname__, "specialization": sig_text, "constexprs": constexprs,
             "target": arch, "options": {"maxntid": list(maxntid) if maxntid else None,
                                         **{k: repr(v) for k, v in sorted(self.options.items()) if k != "arch"}},
@@ -492,7 +493,8 @@ class JITFunction:
             "key": key, "kernel": self.fn.__name__, "qualname": self.fn.__qualname__,
             "source_file": inspect.getsourcefile(self.fn), "source_line": self.fn.__code__.co_firstlineno,
             "arch": arch, "signature": sig_text, "constexprs": constexprs, **compiled.resources.as_dict(),
-            "dynamic_shared_bytes": compiled.shared_bytes, "total_shared_bytes": compiled.total_shared_bytes, "cubin_bytes": len(compiled.cubin),
+            "dynamic_shared_bytes": compiled.shared_bytes, "total_shared_bytes": compiled.total_shared_bytes,
+            "cubin_bytes": len(compiled.cubin),
             "compile_ms": compiled.compile_ms, "created": time.time(), "tylo_version": _version,
             "maxntid": list(maxntid) if maxntid else None,
         }
