@@ -379,3 +379,33 @@ def test_fingerprints_of_values_and_the_launch_check(tmp_path):
         if name != "LUT":             # an array changed in place is seen by the next compile only
             assert not before.is_current(), name
         assert after.is_current()
+
+
+def test_library_objects_are_keyed_by_a_full_repr_or_refused(tmp_path):
+    """A library object is keyed by its repr only when the repr names it: an abbreviated repr (a long
+    tensor's) could be equal for different data, so the compile refuses it."""
+    from tylo.frontend.source import collect_dependencies
+
+    mod = _module(tmp_path, "library_values_mod", '''
+        import fractions
+        import tylo
+
+        class Abbreviated(fractions.Fraction):
+            __module__ = "fractions"
+            def __repr__(self):
+                return "Abbreviated(1, ..., 9)"
+
+        RATIO = fractions.Fraction(1, 3)
+        LONG = Abbreviated(2, 3)
+
+        @tylo.jit
+        def ok(out):
+            out[0] = float(RATIO)
+
+        @tylo.jit
+        def refused(out):
+            out[0] = float(LONG)
+    ''')
+    assert any("Fraction(1, 3)" in t for t in collect_dependencies(mod.ok.fn).texts)
+    with pytest.raises(CompileError, match="'LONG' cannot be part of the kernel's cache key"):
+        collect_dependencies(mod.refused.fn)

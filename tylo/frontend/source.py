@@ -329,6 +329,9 @@ class _Walker:
             text = _plain_repr(value)
             if text is not None:
                 return f"{module}.{t.__qualname__}:{text}"
+            if not _is_tylo_module_name(module):
+                # another library's object keeps its state where tylo cannot read it (a tensor's data)
+                raise Unfingerprintable(f"a {module}.{t.__qualname__} has no stable text form")
         if getattr(value, "__dict__", None) is not None or hasattr(t, "__slots__"):
             return self._object(value, sub, depth)
         raise Unfingerprintable(f"a {module}.{t.__qualname__} has no stable text form")
@@ -388,11 +391,13 @@ class _Walker:
 
 
 def _plain_repr(value) -> str | None:
+    """``repr(value)`` when it can name the value: not an address, not abbreviated (a long
+    tensor prints as ``[0., 0., ..., 0.]``)."""
     try:
         text = repr(value)
     except Exception:
         return None
-    return None if " at 0x" in text else text
+    return None if " at 0x" in text or "..." in text else text
 
 
 def _user_file(f) -> bool:
