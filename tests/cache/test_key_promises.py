@@ -409,3 +409,17 @@ def test_library_objects_are_keyed_by_a_full_repr_or_refused(tmp_path):
     assert any("Fraction(1, 3)" in t for t in collect_dependencies(mod.ok.fn).texts)
     with pytest.raises(CompileError, match="'LONG' cannot be part of the kernel's cache key"):
         collect_dependencies(mod.refused.fn)
+
+
+def test_library_callables_and_dtypes_fingerprint_by_name():
+    import numpy as np
+
+    from tylo.frontend.source import _Walker
+
+    w = _Walker("__tylo_func__")
+    texts = {name: w.fingerprint(v, 0, set()) for name, v in
+             (("f16", tylo.f16), ("bf16", tylo.bf16), ("prod", np.prod), ("rng", np.random.default_rng),
+              ("sqrt", np.sqrt))}
+    assert texts["f16"] != texts["bf16"] and "bf16" in texts["bf16"]
+    assert texts["prod"] == f"callable numpy.prod@{np.__version__}"
+    assert "default_rng" in texts["rng"] and "sqrt" in texts["sqrt"]

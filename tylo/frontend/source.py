@@ -291,7 +291,9 @@ class _Walker:
                 self.shallow.append((lambda v=value: (*v, *v.values()), (*value, *value.values())))
             items = sorted(f"{sub(k)}: {sub(v)}" for k, v in value.items())
             return "dict(" + ", ".join(items) + ")"
-        module = getattr(t, "__module__", "") or ""
+        module = getattr(t, "__module__", "")
+        if not isinstance(module, str):  # a class whose instances carry __module__ (cython functions)
+            module = ""
         if module == "numpy" or module.startswith("numpy."):
             return self._numpy(value)
         if isinstance(value, types.ModuleType):
@@ -320,6 +322,12 @@ class _Walker:
             if owner is not None and not isinstance(owner, types.ModuleType):
                 return f"builtin {getattr(value, '__qualname__', '?')} of {sub(owner)}"
             return f"builtin {getattr(value, '__module__', None) or ''}.{getattr(value, '__qualname__', '?')}"
+        owner = getattr(value, "__module__", None)
+        qualname = getattr(value, "__qualname__", None)
+        if callable(value) and not isinstance(value, type) and isinstance(owner, str) and isinstance(qualname, str) \
+                and not _is_tylo_module_name(owner) and _is_library_module_name(owner):
+            # compiled library functions (cython, C extensions): named, with the package's version
+            return f"callable {owner}.{qualname}{_library_version(owner)}"
         if isinstance(value, type):
             if depth == 0 and not _is_library_module_name(value.__module__ or ""):
                 self.shallow.append((lambda v=value: (*vars(v), *vars(v).values()),
@@ -338,7 +346,7 @@ class _Walker:
 
     def _function(self, f) -> str:
         if _is_library_module_name(f.__module__ or "") or not _user_file(f):
-            return f"function {f.__module__}.{f.__qualname__}"
+            return f"function {f.__module__}.{f.__qualname__}{_library_version(f.__module__ or '')}"
         try:
             self.visit(f)
         except TypeError:
@@ -348,7 +356,7 @@ class _Walker:
     def _class(self, cls, sub) -> str:
         name = f"{cls.__module__}.{cls.__qualname__}"
         if _is_library_module_name(cls.__module__ or ""):
-            return f"class {name}"
+            return f"class {name}{_library_version(cls.__module__ or '')}"
         parts = [sub(b) for b in cls.__bases__ if b is not object]
         for attr, v in sorted(vars(cls).items()):
             if attr.startswith("__") and attr.endswith("__") and not isinstance(v, types.FunctionType):
@@ -384,6 +392,9 @@ class _Walker:
             return f"numpy.ndarray({data.dtype.str}, {data.shape}, {hashlib.sha256(data.tobytes()).hexdigest()})"
         if isinstance(value, np.dtype):
             return f"numpy.dtype({value.str})"
+        owner = getattr(value, "__module__", None)
+        if callable(value) and isinstance(owner, str):    # np.prod: a dispatcher around a function
+            return f"callable {owner}.{getattr(value, '__qualname__', '?')}{_library_version(owner)}"
         text = _plain_repr(value)
         if text is None:
             raise Unfingerprintable(f"a numpy {type(value).__qualname__} has no stable text form")
@@ -398,6 +409,15 @@ def _plain_repr(value) -> str | None:
     except Exception:
         return None
     return None if " at 0x" in text or "..." in text else text
+
+
+def _library_version(module_name: str) -> str:
+    """``@1.2.3`` for an installed package that says its version: its code changes with it."""
+    top = module_name.partition(".")[0]
+    if not top or _is_tylo_module_name(top) or top in _STDLIB:
+        return ""
+    version = getattr(sys.modules.get(top), "__version__", None)
+    return f"@{version}" if isinstance(version, str) else ""
 
 
 def _user_file(f) -> bool:
