@@ -150,3 +150,17 @@ def test_version_json_filter_and_columns(capsys):
     assert facts["tylo"] == tylo.__version__ and "cache" in facts and isinstance(facts["devices"], list)
     rc, out, err = run(capsys, "compile", "--help")
     assert "default: the kernel's arch option, else sm_90a" in " ".join(out.split())
+
+
+def test_a_long_compile_shows_progress(capsys, kernel_file, monkeypatch):
+    from tylo.cli import compile as compile_cmd
+
+    monkeypatch.setattr(compile_cmd, "PROGRESS_AFTER_S", 0.0)
+    monkeypatch.setattr(compile_cmd, "PROGRESS_EVERY_S", 60.0)
+    rc, out, err = run(capsys, "compile", f"{kernel_file}:staged", "--signature", "*f32, *f32, i32",
+                       "--constexpr", "ELEMS=64", "--arch", "sm_80")
+    assert rc == 0 and re.search(r"^compiling staged for sm_80\.\.\. \d+ s$", err, re.M), err
+    monkeypatch.setattr(compile_cmd, "PROGRESS_AFTER_S", 60.0)
+    rc, out, err = run(capsys, "compile", f"{kernel_file}:staged", "--signature", "*f32, *f32, i32",
+                       "--constexpr", "ELEMS=32", "--arch", "sm_80")
+    assert rc == 0 and "compiling" not in err                 # quick compiles stay quiet

@@ -7,6 +7,8 @@ import ast
 import importlib.util
 import os
 import sys
+import threading
+import time
 import traceback
 from pathlib import Path
 
@@ -188,8 +190,10 @@ def cmd_compile(args) -> int:
         kwargs["block"] = args.block
     if options:
         kwargs.update(_option_kwargs(kernel.compile, options))
+    progress = _Progress(f"compiling {kernel_name} for {kwargs.get('arch') or 'its default arch'}")
     try:
-        compiled = kernel.compile(**kwargs)
+        with progress:
+            compiled = kernel.compile(**kwargs)
     except Exception as e:
         if _is_compile_error(e):
             raise CLIError(_compile_error_message(e), raw=True) from None
@@ -235,6 +239,36 @@ def _print_compiled(c, block=None) -> None:
     width = max(len(k) for k, _ in rows)
     for k, v in rows:
         print(f"  {k.ljust(width)}  {v}")
+
+
+class _Progress:
+    """Says on stderr that a compile is running once it has taken PROGRESS_AFTER_S seconds, then
+    every PROGRESS_EVERY_S with the time so far (WGMMA kernels can take minutes in nvJitLink)."""
+
+    def __init__(self, what: str):
+        self.what = what
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        start = time.monotonic()
+        wait = PROGRESS_AFTER_S
+        while not self.done.wait(wait):
+            print(f"{self.what}... {time.monotonic() - start:.0f} s", file=sys.stderr, flush=True)
+            wait = PROGRESS_EVERY_S
+
+    def __enter__(self):
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.done.set()
+        self.thread.join()
+        return False
+
+
+PROGRESS_AFTER_S = 2.0
+PROGRESS_EVERY_S = 10.0
 
 
 def _shared_text(c) -> str:
