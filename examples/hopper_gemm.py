@@ -224,13 +224,14 @@ AOT = [(hopper_gemm, [C_TILE, A_TILE, B_TILE, "i32", "i32", "i32"], {"STAGES": 4
 
 
 def spec(stages=4, group_m=8, c_bufs=2, a_mn=False, b_mn=False, dtype=tylo.bf16):
-    """The specialisation ``launch`` compiles, in ``JITFunction._compile``'s format (no GPU needed)."""
-    blob = lambda plan: ("blob", "tma", (plan, 2), 128)  # noqa: E731
-    i32 = ("i32", False, False)
+    """The specialisation ``launch`` compiles, as ``JITFunction._compile``'s records (no GPU needed)."""
+    from tylo.specialization import BlobSpec, ConstexprSpec, IntSpec
+
+    blob = lambda plan: BlobSpec("tma", (plan, 2), 128)  # noqa: E731
+    i32 = IntSpec("i32")
     return [blob(C_TILE), blob(mn_tile(dtype) if a_mn else a_tile(dtype)),
             blob(mn_tile(dtype) if b_mn else b_tile(dtype)), i32, i32, i32,
-            ("constexpr", stages), ("constexpr", group_m), ("constexpr", c_bufs), ("constexpr", a_mn),
-            ("constexpr", b_mn), ("constexpr", dtype)]
+            *(ConstexprSpec(v) for v in (stages, group_m, c_bufs, a_mn, b_mn, dtype))]
 
 
 _BINDINGS = {}

@@ -3,7 +3,7 @@
 Kernels are Python functions decorated with ``@tylo.jit``; see README.md and
 docs/language.md. Everything a kernel can call is importable from here.
 """
-__version__ = "0.1.0"
+from ._version import __version__
 
 from .frontend.errors import CompileError
 from .ir.types import (Ptr, bf16, bool_, constexpr, f8e4m3, f8e5m2, f16, f32, f64, i8, i16, i32, i64, u8, u16,

@@ -1,4 +1,4 @@
-"""``python -m tylo``: the tylo command line (see tylo/cli.py)."""
+"""``python -m tylo``: the tylo command line (see tylo/cli/)."""
 
 import sys
 

@@ -13,12 +13,15 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from . import __version__ as _version
+from ._version import __version__ as _version, source_digest
 from .cache import cache_key, default_cache
+from .cache.disk import ARTIFACT_FILES
 from .codegen.compile import Resources, toolchain_versions
 from .codegen.targets import get_target
 from .ir import types as T
 from .ir.types import ConstexprMarker, PointerType, ScalarType
+from .specialization import (BlobSpec, ConstexprSpec, IntSpec, PointerSpec, ScalarSpec, format_signature,
+                             parse_signature)
 
 __all__ = ["jit", "func", "JITFunction", "CompiledKernel", "parse_signature"]
 
@@ -59,6 +62,23 @@ class CompiledKernel:
     _launcher: object = None
 
     @property
+    def static_shared_bytes(self) -> int:
+        """Shared memory the cubin declares statically (nvJitLink's report)."""
+        return int(getattr(self.resources, "shared_bytes", 0) or 0)
+
+    @property
+    def total_shared_bytes(self) -> int:
+        """What a launch uses: static plus the dynamic bytes set on every launch."""
+        return self.static_shared_bytes + self.shared_bytes
+
+    def __repr__(self):
+        # one line: the artifacts (IR, LLVM, PTX, cubin bytes) are attributes, not part of the repr
+        regs = getattr(self.resources, "registers", "?")
+        where = ", from cache" if self.from_cache else ""
+        return (f"<CompiledKernel {self.name} [{self.arch}] ({self.signature}) key={self.key[:12]} regs={regs} "
+                f"shared={self.static_shared_bytes}+{self.shared_bytes}B cubin={len(self.cubin)}B{where}>")
+
+    @property
     def launcher(self):
         if self._launcher is None:
             from .runtime import driver
@@ -84,33 +104,6 @@ def _ctype(t):
         "u64": ctypes.c_uint64, "f32": ctypes.c_float, "f64": ctypes.c_double, "f16": ctypes.c_uint16,
         "bf16": ctypes.c_uint16,
     }[t.name]
-
-
-def parse_signature(signature) -> list:
-    """``"*f32, *f32, i32, f32"`` -> IR types. ``*f32:16`` marks a 16-byte aligned pointer.
-
-    A list may also hold tylo types and plans of by-value parameters (a ``TMATile`` stands for a
-    TMA binding made from it by ``prepare_tma``)."""
-    if isinstance(signature, str):
-        parts = [p.strip() for p in signature.split(",") if p.strip()]
-    else:
-        parts = list(signature)
-    out = []
-    for p in parts:
-        if isinstance(p, T.Type):
-            out.append((p, False))
-            continue
-        if hasattr(p, "__tylo_signature__"):  # a by-value parameter described by its plan (a TMA tile)
-            out.append((p.__tylo_signature__(), False))
-            continue
-        if not isinstance(p, str):
-            raise ValueError(f"bad signature entry {p!r}: expected a type name, a tylo type or a plan "
-                             f"(TMATile, tma.batched(plan))")
-        try:
-            out.append((T.parse_type(p), p.strip().endswith(":16")))
-        except ValueError as exc:
-            raise ValueError(f"bad signature entry {p!r}: {exc}") from None
-    return out
 
 
 def _arch_for(cc: tuple[int, int]) -> str:
@@ -223,13 +216,16 @@ class JITFunction:
         for v in full:
             c = classifiers[i]
             if c is None or c[0] is not type(v):
-                c = classifiers[i] = (type(v), self._classifier(i, v))
+                c = classifiers[i] = (type(v), *self._classifier(i, v))
             k, val = c[1](v)
             key.append(k)
             if val is not _MISSING:
                 values.append(val)
             i += 1
         key = tuple(key)
+        deps = self._deps
+        if deps is not None and not deps.is_current():
+            self._check_dependencies()
         launcher = self._launchers.get(key)
         if launcher is None:
             launcher = self._launchers[key] = self._compile_for(key, full, block).launcher
@@ -268,7 +264,9 @@ class JITFunction:
         return full
 
     def _classifier(self, i: int, sample):
-        """A function ``v -> (key part, launch value or _MISSING)`` for parameter ``i`` and ``type(v)``."""
+        """For parameter ``i`` and ``type(sample)``: ``classify(v) -> (key part, launch value or
+        _MISSING)``, the launch fast path's cheap tuple, and ``to_spec(part, v)``, which turns that
+        part into the parameter's typed record on a miss."""
         p = self.params[i]
         if p.constexpr:
             def constexpr(v):
@@ -277,13 +275,13 @@ class JITFunction:
                     return ("c", v), _MISSING
                 except TypeError:
                     return ("c", repr(v)), _MISSING
-            return constexpr
+            return constexpr, lambda part, v: ConstexprSpec(v)
         ann = p.annotation
         t = type(sample)
         if t is bool:
             if ann is not None and ann != T.bool_:
                 return self._scalar_classifier(p, ann)
-            return lambda v: (("bool",), int(v))
+            return (lambda v: (("bool",), int(v))), lambda part, v: ScalarSpec("bool")
         if t is int:
             if ann is not None:
                 return self._scalar_classifier(p, ann)
@@ -291,13 +289,13 @@ class JITFunction:
             def integer(v):
                 ty = "i32" if -2147483648 <= v <= 2147483647 else T.int_type_for(v).name
                 return (ty, v == 1, v % 16 == 0), v
-            return integer
+            return integer, lambda part, v: IntSpec(part[0], part[1], part[2])
         if t is float:
             if ann is not None:
                 return self._scalar_classifier(p, ann)
-            return lambda v: (("f32",), v)
+            return (lambda v: (("f32",), v)), lambda part, v: ScalarSpec("f32")
         if hasattr(t, "__tylo_param__"):
-            return self._blob_classifier(p)
+            return self._blob_classifier(p), lambda part, v: BlobSpec(part[1], part[2], part[3])
         from .runtime.arrays import array_extractor
 
         extract = array_extractor(t)
@@ -320,7 +318,7 @@ class JITFunction:
                 if dt != want:
                     raise TypeError(f"{kernel}: argument '{name}' is annotated Ptr[{want}] but the array holds {dt}")
                 return (_PTR_NAME[dt], ptr & 15 == 0), ptr
-            return typed_array
+            return typed_array, _pointer_spec
 
         def array(v):
             try:
@@ -328,7 +326,7 @@ class JITFunction:
             except TypeError as exc:
                 raise TypeError(f"{kernel}: argument '{name}': {exc}") from None
             return (_PTR_NAME[dt], ptr & 15 == 0), ptr
-        return array
+        return array, _pointer_spec
 
     def _blob_classifier(self, p):
         """Objects passed by value as bytes (``__tylo_param__() -> (kind, *static, data)``)."""
@@ -349,8 +347,9 @@ class JITFunction:
         if isinstance(ann, PointerType):
             def bad(v):
                 raise TypeError(f"{kernel}: argument '{p.name}' is annotated {ann} but got {type(v).__name__} {v!r}")
-            return bad
+            return bad, None
         key = (ann.name,)
+        record = ScalarSpec(ann.name)
 
         def scalar(v):
             if ann.is_int and isinstance(v, float):
@@ -364,7 +363,7 @@ class JITFunction:
             if ann.name in ("f16", "bf16"):
                 return key, _half_bits(float(v), ann.name)
             return key, float(v)
-        return scalar
+        return scalar, lambda part, v: record
 
     # -- compilation -------------------------------------------------------------------
     def _target_arch(self) -> str:
@@ -376,32 +375,33 @@ class JITFunction:
 
     def _compile_for(self, key, full, block):
         arch = self._target_arch()
-        spec = []
-        for p, part, v in zip(self.params, key[1:], full):
-            if p.constexpr:
-                spec.append(("constexpr", v))
-            else:
-                spec.append(part)
+        # a miss: the classifiers that made this key turn its tuple parts into typed records
+        spec = [c[2](part, v) for c, part, v in zip(self._classifiers, key[1:], full)]
         compiled = self._compile(spec, arch, maxntid=block)
         self._kernels[key] = compiled
         return compiled
 
-    def compile(self, signature=None, arch: str = "sm_90a", constexprs: dict | None = None, block=None):
+    def compile(self, signature=None, arch: str | None = None, constexprs: dict | None = None, block=None):
         """Compile ahead of time (no GPU needed) and store in the cache.
 
-        ``signature`` lists the non-constexpr parameters in order (``"*f32, *f32, i32, f32"``, or a list
-        of tylo types and TMA plans); ``constexprs`` gives every constexpr parameter's value; ``block``
-        (optional) sets ``maxntid``.
+        ``signature`` lists the non-constexpr parameters in order, in the grammar of
+        ``tylo.specialization`` (``"*f32:16, *f32:16, i32:16, f32"``, or a list of entries, tylo types
+        and TMA plans); ``constexprs`` gives every constexpr parameter's value; ``block`` sets
+        ``maxntid``. A launch ``kernel[grid, block](...)`` is specialised on its block: give the same
+        ``block`` (and the signature its arguments classify to) for the launch to hit this entry.
+        ``arch`` defaults to the kernel's ``arch`` option, else sm_90a.
         """
+        arch = arch or self.options.get("arch") or "sm_90a"
         get_target(arch)
         spec = self._spec_from_signature(signature, constexprs)
         return self._compile(spec, arch, maxntid=_dim3(block, "block") if block is not None else None)
 
-    def lower(self, signature=None, arch: str = "sm_90a", constexprs: dict | None = None, block=None):
+    def lower(self, signature=None, arch: str | None = None, constexprs: dict | None = None, block=None):
         """The kernel's IR (``tylo.ir.Kernel``) after the passes, for a signature: no LLVM, no cache."""
         from .frontend import generate_kernel
         from .ir import run_passes
 
+        arch = arch or self.options.get("arch") or "sm_90a"
         get_target(arch)
         _, params = _describe_spec(self.params, self._spec_from_signature(signature, constexprs))
         kernel = generate_kernel(self.fn, self.fn.__name__, params, arch,
@@ -409,60 +409,63 @@ class JITFunction:
         return run_passes(kernel)
 
     def _spec_from_signature(self, signature, constexprs):
+        """Typed records for every parameter, from a signature and constexpr values."""
         constexprs = dict(constexprs or {})
         runtime_params = [p for p in self.params if not p.constexpr]
-        types = parse_signature(signature) if signature is not None else [
-            (p.annotation, False) for p in runtime_params]
-        if len(types) != len(runtime_params):
+        if signature is not None:
+            records = parse_signature(signature)
+        else:
+            records = [_annotation_spec(self.__name__, p) for p in runtime_params]
+        if len(records) != len(runtime_params):
             names = ", ".join(p.name for p in runtime_params)
-            raise TypeError(f"{self.__name__}: the signature has {len(types)} entries but the kernel has "
+            raise TypeError(f"{self.__name__}: the signature has {len(records)} entries but the kernel has "
                             f"{len(runtime_params)} runtime parameters ({names})")
         spec = []
-        it = iter(types)
+        it = iter(records)
         for p in self.params:
             if p.constexpr:
                 if p.name in constexprs:
-                    spec.append(("constexpr", constexprs.pop(p.name)))
+                    spec.append(ConstexprSpec(constexprs.pop(p.name)))
                 elif p.default is not _MISSING:
-                    spec.append(("constexpr", p.default))
+                    spec.append(ConstexprSpec(p.default))
                 else:
                     raise TypeError(f"{self.__name__}: constexpr parameter '{p.name}' needs a value")
                 continue
-            t, aligned = next(it)
-            if isinstance(t, tuple) and t and t[0] == "blob":
-                spec.append(t)
-                continue
-            if t is None:
-                raise TypeError(f"{self.__name__}: parameter '{p.name}' has no annotation; give a signature")
-            if p.annotation is not None and p.annotation != t:
-                raise TypeError(f"{self.__name__}: parameter '{p.name}' is annotated {p.annotation}, signature says {t}")
-            if isinstance(t, PointerType):
-                spec.append(("*" + t.elem.name, aligned))
-            elif t.is_int and p.annotation is None:
-                spec.append((t.name, False, False))
-            else:
-                spec.append((t.name,))
+            spec.append(_check_annotation(self.__name__, p, next(it)))
         if constexprs:
             raise TypeError(f"{self.__name__}: unknown constexpr parameter(s): {', '.join(constexprs)}")
         return spec
 
     def _dependencies(self):
-        if self._deps is None:
-            from .frontend.source import dependency_sources
+        """The fingerprint of everything the compile reads, taken again for every compile: a
+        helper edited and reloaded, or a global rebound or mutated, must never leave new code
+        stored under the key of the old sources. In-memory specialisations compiled from other
+        dependencies are dropped."""
+        from .frontend.source import collect_dependencies
 
-            self._deps = dependency_sources(self.fn)
-        return self._deps
+        deps = collect_dependencies(self.fn)
+        if self._deps is not None and deps.texts != self._deps.texts:
+            self._kernels.clear()
+            self._launchers.clear()
+        self._deps = deps
+        return deps.texts
+
+    def _check_dependencies(self):
+        """Called on a launch when a global the kernel read was rebound (``C = 5``), a helper was
+        reloaded or a global container changed: fingerprint again; recompile when it differs."""
+        self._dependencies()
 
     def _compile(self, spec, arch, maxntid):
 
         target = get_target(arch)
         sig_text, params = _describe_spec(self.params, spec)
-        constexprs = {p.name: repr(s[1]) for p, s in zip(self.params, spec) if p.constexpr}
+        constexprs = {p.name: repr(s.value) for p, s in zip(self.params, spec) if isinstance(s, ConstexprSpec)}
         components = {
-            "tylo": _version, "toolchain": toolchain_versions(), "sources": self._dependencies(),
+            "tylo": _version, "tylo_sources": source_digest(), "toolchain": toolchain_versions(),
+            "sources": self._dependencies(),
             "kernel": self.fn.__qualname__, "specialization": sig_text, "constexprs": constexprs,
             "target": arch, "options": {"maxntid": list(maxntid) if maxntid else None,
-                                        **{k: repr(v) for k, v in sorted(self.options.items())}},
+                                        **{k: repr(v) for k, v in sorted(self.options.items()) if k != "arch"}},
         }
         key = cache_key(components)
         compiled = self._compile_or_load(key, components, spec, params, target, maxntid, sig_text, constexprs)
@@ -474,7 +477,7 @@ class JITFunction:
     def _compile_or_load(self, key, components, spec, params, target, maxntid, sig_text, constexprs):
         arch = target.name
         cache = default_cache()
-        entry = cache.lookup(key)
+        entry = cache.lookup(key, required=ARTIFACT_FILES)
         if entry is not None:
             meta = entry.meta
 
@@ -483,14 +486,15 @@ class JITFunction:
                 name=self.fn.__name__, arch=arch, signature=sig_text, key=key, ir=entry.text("kernel.tyir"),
                 llvm=entry.text("kernel.ll"), ptx=entry.text("kernel.ptx"), cubin=entry.read("kernel.cubin"),
                 resources=res, shared_bytes=meta.get("dynamic_shared_bytes", 0),
-                param_types=[_param_type(s) for s in spec if s[0] != "constexpr"],
+                param_types=[s.param_type() for s in spec if not isinstance(s, ConstexprSpec)],
                 compile_ms=meta.get("compile_ms", {}), from_cache=True)
         compiled = self._build(params, target, maxntid, sig_text, key)
         meta = {
             "key": key, "kernel": self.fn.__name__, "qualname": self.fn.__qualname__,
             "source_file": inspect.getsourcefile(self.fn), "source_line": self.fn.__code__.co_firstlineno,
             "arch": arch, "signature": sig_text, "constexprs": constexprs, **compiled.resources.as_dict(),
-            "dynamic_shared_bytes": compiled.shared_bytes, "cubin_bytes": len(compiled.cubin),
+            "dynamic_shared_bytes": compiled.shared_bytes, "total_shared_bytes": compiled.total_shared_bytes,
+            "cubin_bytes": len(compiled.cubin),
             "compile_ms": compiled.compile_ms, "created": time.time(), "tylo_version": _version,
             "maxntid": list(maxntid) if maxntid else None,
         }
@@ -508,6 +512,8 @@ class JITFunction:
         t0 = time.perf_counter()
         kernel = generate_kernel(self.fn, self.fn.__name__, params, target.name, maxntid)
         t1 = time.perf_counter()
+        _, shared = shared_memory_plan(kernel)
+        _check_shared_arrays(kernel, target.name)
         run_passes(kernel)
         ir_text = print_kernel(kernel)
         t2 = time.perf_counter()
@@ -521,7 +527,12 @@ class JITFunction:
         t4 = time.perf_counter()
         times = {"frontend": (t1 - t0) * 1e3, "passes": (t2 - t1) * 1e3, "llvm": (t3 - t2) * 1e3,
                  "assemble": (t4 - t3) * 1e3, "total": (t4 - t0) * 1e3}
-        _, shared = shared_memory_plan(kernel)
+        static = int(getattr(resources, "shared_bytes", 0) or 0)
+        if static + shared > _shared_limit(target.name):
+            raise _compile_error_at(
+                f"the kernel {self.fn.__name__} uses {static + shared:,} bytes of shared memory (static {static:,} + "
+                f"dynamic {shared:,}); {target.name} allows at most {_shared_limit(target.name):,} bytes per block",
+                kernel.loc, internal=False)
         return CompiledKernel(
             name=self.fn.__name__, arch=target.name, signature=sig_text, key=key, ir=ir_text, llvm=llvm_ir,
             ptx=ptx, cubin=cubin, resources=resources, shared_bytes=shared,
@@ -546,52 +557,80 @@ def _dump_artifacts(folder: str, compiled: CompiledKernel) -> None:
             f.write(text)
 
 
-def _compile_error_at(message, loc):
+def _compile_error_at(message, loc, internal=True):
     """A CompileError at an IR op's source location (for failures after the frontend)."""
     import linecache
 
     from .frontend.errors import CompileError
 
     line = linecache.getline(loc.filename, loc.lineno) or None
-    return CompileError(f"internal compiler error: {message}", loc.filename, loc.lineno, loc.col, line)
+    text = f"internal compiler error: {message}" if internal else message
+    return CompileError(text, loc.filename, loc.lineno, loc.col, line)
 
 
-def _param_type(part):
-    name = part[0]
-    if name == "blob":
-        _, kind, static, nbytes = part
-        return T.ParamBlobType(kind, nbytes, 64, static)
-    if name.startswith("*"):
-        return PointerType(T.scalar_type(name[1:]), "global")
-    return T.scalar_type(name)
+# Shared memory one block may use (static + dynamic, with the opt-in), per target: CUDA C
+# Programming Guide, "Technical Specifications per Compute Capability". (Belongs in the target
+# table of codegen/targets.py; kept here until that table grows the field.)
+_SHARED_LIMIT = {"sm_80": 163 * 1024, "sm_86": 99 * 1024, "sm_89": 99 * 1024, "sm_90": 227 * 1024,
+                 "sm_90a": 227 * 1024, "sm_100a": 227 * 1024, "sm_120a": 99 * 1024}
+
+
+def _shared_limit(arch: str) -> int:
+    return _SHARED_LIMIT.get(arch, 99 * 1024)
+
+
+def _check_shared_arrays(kernel, arch):
+    """Before LLVM: the shared array that takes the kernel past the target's limit, at its line."""
+    limit = _shared_limit(arch)
+    allocs = {sym: (dtype, count, align) for sym, dtype, count, align in kernel.attrs.get("shared", [])}
+    total = 0
+    for op in kernel.walk():
+        if op.name != "mem.shared_alloc" or op.attrs.get("symbol") not in allocs:
+            continue
+        dtype, count, align = allocs[op.attrs["symbol"]]
+        total = -(-total // align) * align + count * dtype.itemsize
+        if total > limit:
+            raise _compile_error_at(
+                f"this shared_array takes the kernel's shared memory to {total:,} bytes ({count:,} x {dtype}); "
+                f"{arch} allows at most {limit:,} bytes per block", op.loc, internal=False)
+
+
+def _pointer_spec(part, v):
+    return PointerSpec(part[0][1:], part[1])
+
+
+def _annotation_spec(kernel, p):
+    """The record an annotated parameter gets when ``compile()`` is given no signature."""
+    if p.annotation is None:
+        raise TypeError(f"{kernel}: parameter '{p.name}' has no annotation; give a signature")
+    if isinstance(p.annotation, PointerType):
+        return PointerSpec(p.annotation.elem.name)
+    return ScalarSpec(p.annotation.name)
+
+
+def _check_annotation(kernel, p, record):
+    """``record`` for parameter ``p``, checked against its annotation (launches specialise only
+    unannotated integers, so an annotated one takes no ``:16`` / ``=1``)."""
+    ann = p.annotation
+    if ann is None:
+        return record
+    if isinstance(record, BlobSpec):
+        raise TypeError(f"{kernel}: parameter '{p.name}' is annotated {ann}, signature says {record.text}")
+    if record.param_type() != ann:
+        raise TypeError(f"{kernel}: parameter '{p.name}' is annotated {ann}, signature says {record.text}")
+    if isinstance(record, IntSpec):
+        if record.one or record.div16:
+            raise TypeError(f"{kernel}: parameter '{p.name}' is annotated {ann}: launches do not specialise it, "
+                            f"so '{record.text}' would never be hit; write '{record.dtype}'")
+        return ScalarSpec(record.dtype)
+    return record
 
 
 def _describe_spec(params, spec):
     """The signature text of a specialisation and the parameter bindings for the frontend."""
-    texts, bindings = [], []
-    for p, s in zip(params, spec):
-        if s[0] == "constexpr":
-            bindings.append((p.name, ("constexpr", s[1])))
-            continue
-        name = s[0]
-        t = _param_type(s)
-        if name == "blob":     # the static part (a TMA binding's plan and rank) shapes the code: in the key
-            texts.append(f"{s[1]}{s[2]!r}[{s[3]}B]")
-            bindings.append((p.name, ("runtime", t, ())))
-        elif name.startswith("*"):
-            texts.append(name + (":16" if s[1] else ""))
-            bindings.append((p.name, ("runtime", t, ("align16",) if s[1] else ())))
-        elif len(s) == 3:  # an unannotated int: specialised on == 1 and % 16
-            if s[1]:
-                texts.append(f"{name}=1")
-                bindings.append((p.name, ("const", 1, t)))
-            else:
-                texts.append(name + (":16" if s[2] else ""))
-                bindings.append((p.name, ("runtime", t, ("div16",) if s[2] else ())))
-        else:
-            texts.append(name)
-            bindings.append((p.name, t))
-    return ", ".join(texts), bindings
+    bindings = [(p.name, ("constexpr", s.value) if isinstance(s, ConstexprSpec) else s.binding())
+                for p, s in zip(params, spec)]
+    return format_signature(spec), bindings
 
 
 def _half_bits(value: float, name: str) -> int:

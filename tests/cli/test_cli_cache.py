@@ -188,6 +188,10 @@ def test_cache_show(capsys, cache):
     key = store_kernel(cache)
     rc, out, err = run(capsys, "cache", "show", key[:8])
     assert rc == 0, err
+    assert f"key            {key}" in out and "signature      *f32:16, *f32:16, *f32:16, f32, i32" in out
+    assert "constexprs     BLOCK=256" in out and "registers      12" in out
+    rc, out, err = run(capsys, "cache", "show", key[:8], "--json")
+    assert rc == 0, err
     meta = json.loads(out)
     assert meta["key"] == key and meta["kernel"] == "saxpy" and meta["registers"] == 12
     assert set(meta["files"]) == {"kernel.tyir", "kernel.ll", "kernel.ptx", "kernel.cubin"}
@@ -251,7 +255,7 @@ def test_cache_dump_corrupt_entry(capsys, cache):
 
 def test_cache_dump_sass_without_disassembler(capsys, cache, monkeypatch):
     key = store_kernel(cache)
-    monkeypatch.setattr(cli, "find_disassembler", lambda: None)
+    monkeypatch.setattr(cli.disasm, "find_disassembler", lambda: None)
     rc, out, err = run(capsys, "cache", "dump", key, "--stage", "sass")
     assert rc == 1 and out == ""
     assert err.strip() == f"error: {NVDISASM_MISSING}"
@@ -281,7 +285,7 @@ def test_cache_dump_sass_runs_tool_on_cubin(capsys, cache, monkeypatch, tmp_path
     tool = tmp_path / "fake-dis"
     tool.write_text(f"#!/bin/sh\ncp \"$2\" {seen}\necho '        /*0000*/  EXIT ;'\n")
     tool.chmod(0o755)
-    monkeypatch.setattr(cli, "find_disassembler", lambda: [str(tool), "-c"])
+    monkeypatch.setattr(cli.disasm, "find_disassembler", lambda: [str(tool), "-c"])
     rc, out, err = run(capsys, "cache", "dump", key, "--stage", "sass")
     assert rc == 0, err
     assert "EXIT" in out

@@ -59,6 +59,7 @@ FAKE = textwrap.dedent("""\
                                         stack_bytes=8, shared_bytes=1024)
             return types.SimpleNamespace(key="ab" * 32, name="fake", arch=kwargs.get("arch", "sm_80"),
                                          signature=kwargs["signature"], resources=res, compile_ms=12.25,
+                                         shared_bytes=32768,
                                          ptx="// ptx", cubin=b"\\x7fELF" + bytes(96), ir="func @fake")
 
     class LocatedError(Exception):
@@ -103,7 +104,8 @@ def test_compile_plumbing(capsys, fake_file):
     assert "compiled fake for sm_90a" in out
     assert re.search(r"^\s+registers\s+40$", out, re.M)
     assert re.search(r"^\s+spills\s+0 bytes stored, 4 bytes loaded$", out, re.M)
-    assert re.search(r"^\s+shared memory\s+1024 bytes$", out, re.M)
+    # static (nvJitLink's report) + dynamic (set on every launch): what a launch uses
+    assert re.search(r"^\s+shared memory\s+33792 bytes \(static 1024 \+ dynamic 32768\)$", out, re.M)
     assert re.search(r"^\s+compile time\s+12.2 ms$", out, re.M)
     assert re.search(r"^\s+cache key\s+" + "ab" * 32 + "$", out, re.M)
 
@@ -180,7 +182,7 @@ def test_compile_saxpy_then_list_and_dump(capsys, tmp_path):
     rc, out, err = run(capsys, "cache", "dump", key[:12], "--stage", "ir")
     assert rc == 0 and "saxpy" in out
 
-    rc, out, err = run(capsys, "cache", "show", key[:12])
+    rc, out, err = run(capsys, "cache", "show", key[:12], "--json")
     meta = json.loads(out)
     assert meta["kernel"] == "saxpy" and meta["signature"].startswith("*f32")
     assert meta["constexprs"]["BLOCK"] in (256, "256")

@@ -10,10 +10,16 @@ One folder per cache key under the cache root::
 An entry is written into a temporary folder inside the root and renamed into
 place, so readers only ever see complete entries; when two processes store the
 same key at once, the first rename wins and the loser discards its copy. A
-lookup verifies the sha256 of every artifact listed in meta.json; an entry that
-fails (missing or truncated file, flipped byte, bad JSON) is reported with one
-:class:`TyloCacheWarning`, removed, and reported as a miss so the caller
-rebuilds it. Nothing is ever unpickled.
+lookup verifies the whole entry: meta.json carries the sha256 of its own
+content (``meta_sha256``, over its canonical JSON without that field), every
+file in the folder must be listed in it and match its sha256, and the files a
+caller requires must be there. An entry that fails (missing, unlisted or
+truncated file, flipped byte or bit in meta.json, bad JSON, something other
+than a regular file) is reported with one :class:`TyloCacheWarning`, removed,
+and reported as a miss so the caller rebuilds it. Only regular files are
+opened (a FIFO named meta.json cannot hang a lookup). Temporary folders left by
+killed writers are swept, once stale, by the next store. Nothing is ever
+unpickled.
 
 ``TYLO_CACHE=0`` disables the disk level (entries then live in memory for the
 life of the process). A root that cannot be written (permissions, a file where
@@ -32,6 +38,7 @@ import os
 import re
 import secrets
 import shutil
+import stat
 import threading
 import time
 import warnings
@@ -47,6 +54,7 @@ __all__ = [
     "STAGE_FILES",
     "TyloCacheWarning",
     "cache_enabled_from_env",
+    "meta_digest",
     "default_cache",
     "default_cache_root",
 ]
@@ -113,6 +121,33 @@ def _artifact_name(name: str) -> str:
     ):
         raise ValueError(f"invalid cache artifact name {name!r}")
     return name
+
+
+class _NotRegular(OSError):
+    """A cache path that is not a regular file (a FIFO, a device, a folder)."""
+
+
+def _read_regular(path: Path) -> bytes:
+    """The bytes of ``path`` if it is a regular file; never blocks on a FIFO or a device."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOFOLLOW", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise _NotRegular(errno.EINVAL, "not a regular file", str(path))
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                return b"".join(chunks)
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+
+
+def meta_digest(meta: Mapping) -> str:
+    """sha256 of meta.json's content without its ``meta_sha256`` field (canonical JSON)."""
+    body = {k: v for k, v in meta.items() if k != "meta_sha256"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def _check_key(key: str) -> str:
@@ -240,6 +275,22 @@ class DiskCache:
         """True when entries live only in this process (disabled, or fallen back)."""
         return not self.enabled or self.fallback_reason is not None
 
+    def root_problem(self) -> str | None:
+        """Why the cache folder cannot hold entries (not a directory, unreadable), or None."""
+        if not self.enabled:
+            return None
+        try:
+            st = os.stat(self.root)
+        except FileNotFoundError:
+            return None  # made by the first store
+        except OSError as exc:
+            return f"{self.root} cannot be read ({exc.strerror})"
+        if not stat.S_ISDIR(st.st_mode):
+            return f"{self.root} is not a directory"
+        if not os.access(self.root, os.R_OK | os.X_OK):
+            return f"{self.root} cannot be read (permission denied)"
+        return None
+
     def _entry_dir(self, key: str) -> Path:
         return self.root / key
 
@@ -283,9 +334,12 @@ class DiskCache:
         full_meta = dict(meta)
         full_meta["key"] = key
         full_meta["files"] = {n: hashlib.sha256(b).hexdigest() for n, b in sorted(data.items())}
-        # meta is informative: a value JSON cannot hold (a numpy int, a dtype) is kept as its str.
-        meta_bytes = (json.dumps(full_meta, indent=2, sort_keys=True, default=str) + "\n").encode()
-        full_meta = json.loads(meta_bytes)
+        full_meta.pop("meta_sha256", None)
+        # a value JSON cannot hold (a numpy int, a dtype) is kept as its str.
+        full_meta = json.loads(json.dumps(full_meta, sort_keys=True, default=str))
+        # meta.json drives the launch (dynamic shared memory): it is covered by a digest too
+        full_meta["meta_sha256"] = meta_digest(full_meta)
+        meta_bytes = (json.dumps(full_meta, indent=2, sort_keys=True) + "\n").encode()
 
         if not self.memory_only:
             try:
@@ -304,6 +358,7 @@ class DiskCache:
 
     def _store_disk(self, key: str, meta: dict, meta_bytes: bytes, data: dict[str, bytes]) -> CacheEntry:
         self.root.mkdir(parents=True, exist_ok=True)
+        self._sweep_tmp()  # leftovers of writers killed mid-write, once older than _STALE_TMP_SECONDS
         tmp = self.root / f"{_TMP_PREFIX}{key[:16]}-{os.getpid()}-{secrets.token_hex(6)}"
         tmp.mkdir()
         try:
@@ -319,7 +374,8 @@ class DiskCache:
                     if exc.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.EISDIR, errno.ENOTDIR):
                         raise
                     # Another process stored this key first: keep theirs if it is good.
-                    theirs = self._load(key, verify=True, warn=False, repair=False, touch=False)
+                    theirs = self._load(key, verify=True, warn=False, repair=False, touch=False,
+                                        required=tuple(data))
                     if theirs is not None:
                         return theirs
                     self._remove_dir(final)
@@ -331,22 +387,23 @@ class DiskCache:
                 shutil.rmtree(tmp, ignore_errors=True)
 
     # -- lookup --------------------------------------------------------------
-    def lookup(self, key: str, *, touch: bool = True) -> CacheEntry | None:
+    def lookup(self, key: str, *, touch: bool = True, required: tuple = ()) -> CacheEntry | None:
         """The verified entry for ``key``, or None (a miss, or a corrupt entry).
 
-        A corrupt entry is reported with one :class:`TyloCacheWarning` and
-        removed, so the caller rebuilds it. ``touch`` records the lookup as the
-        entry's last use.
+        A corrupt entry (including one that lacks a file named in ``required``)
+        is reported with one :class:`TyloCacheWarning` and removed, so the caller
+        rebuilds it. ``touch`` records the lookup as the entry's last use.
         """
+        required = tuple(_artifact_name(n) for n in required)
         _check_key(key)
         with self._lock:
             entry = self._memory.get(key)
-        if entry is not None:
+        if entry is not None and all(n in entry.files for n in required):
             entry._last_used = time.time()
             return entry
         if not self.enabled:
             return None
-        return self._load(key, verify=True, warn=True, repair=True, touch=touch)
+        return self._load(key, verify=True, warn=True, repair=True, touch=touch, required=required)
 
     def __contains__(self, key: object) -> bool:
         if not isinstance(key, str) or not _KEY_RE.match(key):
@@ -355,21 +412,40 @@ class DiskCache:
             return True
         return self.enabled and (self._entry_dir(key) / META_FILE).is_file()
 
-    def _load(self, key: str, *, verify: bool, warn: bool, repair: bool, touch: bool) -> CacheEntry | None:
+    def _load(self, key: str, *, verify: bool, warn: bool, repair: bool, touch: bool,
+              required: tuple = ()) -> CacheEntry | None:
         path = self._entry_dir(key)
         try:
-            raw = (path / META_FILE).read_bytes()
+            raw = _read_regular(path / META_FILE)
         except (FileNotFoundError, NotADirectoryError):
             if not path.is_dir():
                 return None  # a plain miss
             return self._corrupt(key, path, "meta.json is missing", warn, repair)
-        except OSError:
+        except _NotRegular:
+            return self._corrupt(key, path, "meta.json is not a regular file", warn, repair)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                return self._corrupt(key, path, "meta.json is a symbolic link", warn, repair)
             return None  # unreadable: treat as a miss; a store will report the folder
         try:
             meta = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError):
             return self._corrupt(key, path, "meta.json is not valid JSON", warn, repair)
         problem = _check_meta(meta, key)
+        if problem is None and meta.get("meta_sha256") != meta_digest(meta):
+            problem = "meta.json does not match its sha256 (modified)"
+        if problem is None:
+            missing = [n for n in required if n not in meta["files"]]
+            if missing:
+                problem = f"{', '.join(missing)} is not listed in meta.json"
+        if problem is None:
+            try:
+                present = set(os.listdir(path)) - {META_FILE}
+            except OSError:
+                present = set()
+            unlisted = sorted(present - set(meta["files"]))
+            if unlisted:
+                problem = f"{', '.join(unlisted)} is not listed in meta.json"
         if problem:
             return self._corrupt(key, path, problem, warn, repair)
         data: dict[str, bytes] | None = None
@@ -377,7 +453,7 @@ class DiskCache:
             data = {}
             for fname, digest in meta["files"].items():
                 try:
-                    content = (path / fname).read_bytes()
+                    content = _read_regular(path / fname)
                 except FileNotFoundError:
                     return self._corrupt(key, path, f"{fname} is missing", warn, repair)
                 except OSError as exc:
@@ -435,7 +511,7 @@ class DiskCache:
     def _entry_lenient(self, key: str) -> CacheEntry:
         path = self._entry_dir(key)
         try:
-            meta = json.loads((path / META_FILE).read_bytes().decode("utf-8"))
+            meta = json.loads(_read_regular(path / META_FILE).decode("utf-8"))
         except (OSError, UnicodeDecodeError, ValueError):
             meta = {}
         if not isinstance(meta, dict):

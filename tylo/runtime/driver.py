@@ -24,6 +24,7 @@ The other functions here use whatever context is current, and fall back to
 
 from __future__ import annotations
 
+import copy
 import ctypes
 import threading
 
@@ -235,13 +236,13 @@ def _init():
     if st is True:
         return
     if st is not None:
-        raise st
+        raise copy.copy(st)  # a fresh exception each time: the cached one's traceback must not grow
     with _lock:
         st = _state["init"]
         if st is True:
             return
         if st is not None:
-            raise st
+            raise copy.copy(st)
         try:
             try:
                 _dll()
