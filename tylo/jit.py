@@ -179,6 +179,7 @@ class JITFunction:
         self._launchers: dict = {}  # specialisation key -> Launcher (the fast path's only lookup)
         self._nparams = len(self.params)
         self._classifiers: list = [None] * len(self.params)
+        self._implicit_stream = None  # current-stream getter of the first torch/cupy argument's framework
         self._arch: str | None = None
         self._deps = None
 
@@ -217,6 +218,7 @@ class JITFunction:
             c = classifiers[i]
             if c is None or c[0] is not type(v):
                 c = classifiers[i] = (type(v), *self._classifier(i, v))
+                self._implicit_stream = _implicit_stream_getter(classifiers)
             k, val = c[1](v)
             key.append(k)
             if val is not _MISSING:
@@ -230,7 +232,9 @@ class JITFunction:
         if launcher is None:
             launcher = self._launchers[key] = self._compile_for(key, full, block).launcher
         if stream is None:
-            handle = 0
+            # no stream=: torch's/cupy's current stream when an argument is theirs, else the legacy default
+            getter = self._implicit_stream
+            handle = 0 if getter is None else getter()
         elif type(stream) is int:
             handle = stream
         else:
@@ -298,7 +302,7 @@ class JITFunction:
             return self._blob_classifier(p), lambda part, v: BlobSpec(part[1], part[2], part[3])
         from .runtime.arrays import array_extractor
 
-        extract = array_extractor(t)
+        extract = array_extractor(t, sample)
         if extract is None:
             raise TypeError(f"{self.__name__}: argument '{p.name}' is a {t.__module__}.{t.__qualname__}; expected a "
                             f"device array (torch/cupy tensor, tylo.to_device(...), anything with "
@@ -540,6 +544,19 @@ class JITFunction:
 
 
 _PTR_NAME = {name: "*" + name for name in T.SCALAR_TYPES}
+
+
+def _implicit_stream_getter(classifiers):
+    """The current-stream getter for a launch without ``stream=``: that of the first argument whose
+    type belongs to torch or cupy (``runtime.streams.current_stream_getter``), or None."""
+    from .runtime.streams import current_stream_getter
+
+    for c in classifiers:
+        if c is not None:
+            getter = current_stream_getter(c[0])
+            if getter is not None:
+                return getter
+    return None
 
 
 def _dump_artifacts(folder: str, compiled: CompiledKernel) -> None:
