@@ -28,7 +28,6 @@ Barrier addresses are passed to PTX as 32-bit shared-window addresses
 """
 from __future__ import annotations
 
-from ..ir import ops as _ops
 from ..ir import types as T
 from ..ir.core import Value
 from ..ir.types import PointerType
@@ -43,27 +42,6 @@ __all__ = [
 ]
 
 
-def _bar_check(op):
-    p = op.operands[0]
-    if not (isinstance(p.type, PointerType) and p.type.space == "shared" and p.type.elem in (T.u64, T.i64)):
-        return f"the barrier must be a *shared u64 pointer, got {p.type}"
-    for v in op.operands[1:]:
-        if v.type != T.i32:
-            return f"count/bytes/parity operands are i32, got {v.type}"
-    return None
-
-
-_ops.register_op("nv.mbarrier.init", 2, 0, False, _bar_check)
-_ops.register_op("nv.mbarrier.arrive", 1, 1, False, _bar_check)
-_ops.register_op("nv.mbarrier.arrive_expect_tx", 2, 1, False, _bar_check)
-_ops.register_op("nv.mbarrier.expect_tx", 2, 0, False, _bar_check)
-_ops.register_op("nv.mbarrier.try_wait", 2, 1, False, _bar_check)
-_ops.register_op("nv.mbarrier.wait", 2, 0, False, _bar_check)
-_ops.register_op("nv.fence", 0, 0, False)               # attr kind
-_ops.register_op("nv.named_barrier", 2, 0, False)       # attr kind: sync | arrive
-_ops.register_op("nv.elect_one", 0, 1, False)
-_ops.register_op("nv.setmaxnreg", 0, 0, False)          # attrs: action, count
-_ops.register_op("nv.cluster.barrier", 0, 0, False)     # attr kind: arrive | wait
 
 
 

@@ -19,7 +19,6 @@ from typing import Any
 
 from ..ir import types as T
 from ..ir.core import Value
-from ..ir.ops import register_op
 from ..ir.types import PointerType
 from . import core as L
 from .base import LangError, builtin
@@ -283,57 +282,7 @@ def tmem_columns(columns) -> int:
 
 
 # --------------------------------------------------------------------------
-# IR ops
-
-
-def _u32(v) -> bool:
-    return isinstance(v.type, T.ScalarType) and v.type.is_int and v.type.bits == 32
-
-
-def _check_addr(op):
-    if not op.operands or not _u32(op.operands[0]):
-        return "the TMEM address must be a 32-bit integer"
-    return None
-
-
-def _check_alloc(op):
-    (p,) = op.operands
-    if not isinstance(p.type, PointerType) or p.type.space != "shared":
-        return "tcgen05.alloc writes the address to a shared-memory pointer"
-    return None
-
-
-def _check_mma(op):
-    d, a, b, idesc, en = op.operands
-    if not _u32(d) or not _u32(idesc):
-        return "d (TMEM address) and idesc must be 32-bit integers"
-    if b.type.bits != 64 or (a.type.bits != (32 if op.attrs.get("a_tmem") else 64)):
-        return "A and B descriptors are 64-bit (A a 32-bit TMEM address with a_tmem)"
-    if en.type != T.bool_:
-        return "enable_input_d must be bool"
-    return None
-
-
-def _check_wait_ld(op):
-    if [v.type for v in op.operands] != [r.type for r in op.results]:
-        return "wait_ld passes its registers through unchanged"
-    return None
-
-
-register_op("nv.tcgen05.alloc", 1, 0, False, _check_alloc)
-register_op("nv.tcgen05.dealloc", 1, 0, False, _check_addr)
-register_op("nv.tcgen05.relinquish_alloc_permit", 0, 0, False)
-register_op("nv.tcgen05.ld", 1, None, False, _check_addr)
-register_op("nv.tcgen05.st", None, 0, False, _check_addr)
-register_op("nv.tcgen05.wait_ld", None, None, False, _check_wait_ld)
-register_op("nv.tcgen05.wait_st", 0, 0, False)
-register_op("nv.tcgen05.fence_before", 0, 0, False)
-register_op("nv.tcgen05.fence_after", 0, 0, False)
-register_op("nv.tcgen05.mma", 5, 0, False, _check_mma)
-register_op("nv.tcgen05.commit", 1, 0, False, _check_alloc)
-
-# --------------------------------------------------------------------------
-# builtins
+# builtins (the ops they emit are defined in tylo.ir.nv.tcgen05)
 
 
 def _need_sm100(ctx, what):
@@ -985,16 +934,6 @@ def _tylo_mma(self, ctx, d, a, b, accumulate=True, taddr=None):
 Tcgen05MMA.__tylo_mma__ = _tylo_mma
 
 
-def _check_commit_mc(op):
-    p, mask = op.operands
-    if not isinstance(p.type, PointerType) or p.type.space != "shared":
-        return "tcgen05.commit writes to a shared-memory mbarrier"
-    if not (isinstance(mask.type, T.ScalarType) and mask.type.is_int and mask.type.bits == 16):
-        return "the CTA mask is 16-bit"
-    return None
-
-
-register_op("nv.tcgen05.commit_multicast", 2, 0, False, _check_commit_mc)
 
 
 @builtin

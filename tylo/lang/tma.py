@@ -274,32 +274,12 @@ def prepare_tma(plan: TMATile, array, bounds=None) -> TMABinding:
 # For now the tensor map comes in as its generic address (a u64 value, e.g. from
 # ``cvta.param`` of a grid-constant parameter once the JIT passes TMABindings).
 
-from ..ir import ops as _ops  # noqa: E402
 from ..ir import types as _T  # noqa: E402
 from ..ir.core import Value as _Value  # noqa: E402
 from ..ir.types import PointerType as _PointerType  # noqa: E402
 from .base import LangError as _LangError, builtin as _builtin  # noqa: E402
 
 
-def _copy_check(op):
-    tmap = op.operands[0]
-    if tmap.type != _T.u64:
-        return f"the tensor map address is u64, got {tmap.type}"
-    smem = op.operands[1]
-    if not (isinstance(smem.type, _PointerType) and smem.type.space == "shared"):
-        return f"the tile must be a *shared pointer, got {smem.type}"
-    rank = op.attrs["rank"]
-    coords = op.operands[2:2 + rank]
-    if len(coords) != rank or any(c.type != _T.i32 for c in coords):
-        return f"{rank} i32 coordinates expected"
-    return None
-
-
-_ops.register_op("nv.tma.load", None, 0, False, _copy_check)    # tmap, dst, *coords, bar
-_ops.register_op("nv.tma.store", None, 0, False, _copy_check)   # tmap, src, *coords
-_ops.register_op("nv.tma.commit", 0, 0, False)
-_ops.register_op("nv.tma.wait", 0, 0, False)                    # attrs: n, read
-_ops.register_op("nv.tma.prefetch", 1, 0, False)
 
 
 def _tile_boxes(ctx, plan, tile, what):

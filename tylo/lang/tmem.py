@@ -35,7 +35,6 @@ from typing import Any
 
 import numpy as np
 
-from ..ir import types as T
 from ..layouts import ComposedLayout, Layout, Ownership, View, fit_tv_layout, permutedims, window
 from ..layouts.recognise import offsets_table
 

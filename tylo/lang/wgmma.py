@@ -26,7 +26,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir import ops as _ops
 from ..ir import types as T
 from ..ir.core import Value
 from ..ir.types import ScalarType
@@ -269,31 +268,6 @@ def wgmma_instruction(plan: WGMMA64, a_major: str = "K", b_major: str = "K") -> 
 
 # -- kernel side ------------------------------------------------------------------------
 
-def _accs_check(op, first: int):
-    accs = op.operands[first:]
-    if len(accs) != len(op.results):
-        return f"{len(accs)} accumulators in, {len(op.results)} out"
-    for v in list(accs) + list(op.results):
-        if v.type != T.f32:
-            return f"accumulators are f32, got {v.type}"
-    return None
-
-
-def _mma_check(op):
-    a, b, scale = op.operands[:3]
-    if a.type != T.u64 or b.type != T.u64:
-        return f"descriptors are u64, got {a.type} and {b.type}"
-    if scale.type != T.i32:
-        return f"scale-d is i32, got {scale.type}"
-    if len(op.results) != op.attrs["n"] // 2:
-        return f"m64n{op.attrs['n']} has {op.attrs['n'] // 2} accumulators, got {len(op.results)}"
-    return _accs_check(op, 3)
-
-
-_ops.register_op("nv.wgmma.fence", None, None, False, lambda op: _accs_check(op, 0))
-_ops.register_op("nv.wgmma.mma_async", None, None, False, _mma_check)
-_ops.register_op("nv.wgmma.commit_group", 0, 0, False)
-_ops.register_op("nv.wgmma.wait_group", None, None, False, lambda op: _accs_check(op, 0))
 
 
 def _acc_values(accs, what: str) -> list:
@@ -375,14 +349,6 @@ def wgmma_wait_group(n: int, accs=(), *, _ctx):
     return tuple(op.results)
 
 
-def _shared_address_check(op):
-    p = op.operands[0]
-    if not (hasattr(p.type, "space") and p.type.space == "shared"):
-        return f"expects a *shared pointer, got {p.type}"
-    return None if op.results[0].type == T.u32 else "the result is u32"
-
-
-_ops.register_op("nv.shared_address", 1, 1, True, _shared_address_check)
 
 
 @builtin
@@ -690,8 +656,6 @@ def _a_registers(ctx, plan, a, what):
     return words
 
 
-_ops.register_op("nv.wgmma.mma_async_rs", None, None, False,
-                 lambda op: _accs_check(op, len(op.operands) - len(op.results)))
 
 
 def _advance(ctx, desc, step: int):

@@ -8,17 +8,12 @@ LLVM moves no load or store across it.
 """
 from __future__ import annotations
 
-from ..llvm import lowering
+from ..asm import MEMORY_CLOBBER, convergent_asm
+from ..registry import lowering
 
-__all__ = ["convergent_asm"]
+__all__ = []
 
-_MEM = "~{memory}"
-
-
-def convergent_asm(lw, *args, **kwargs):
-    """``lw.asm(...)`` for ``.sync.aligned``/``elect``/``bar`` instructions, marked ``convergent``
-    so LLVM never duplicates it into divergent paths."""
-    return lw.asm(*args, convergent=True, **kwargs)
+_MEM = MEMORY_CLOBBER
 
 
 @lowering("nv.mbarrier.init")

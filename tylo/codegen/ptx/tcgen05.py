@@ -8,13 +8,7 @@ compiler dependency that keeps their uses after the wait.
 """
 from __future__ import annotations
 
-from ..llvm import lowering
-
-
-def llvm_type(t):
-    from ..llvm import llvm_type as _lt  # late: llvm.py imports this package while loading
-
-    return _lt(t)
+from ..registry import lowering
 
 __all__ = ["ld_template", "st_template"]
 
@@ -69,7 +63,7 @@ def _ld(lw, op):
     n = len(op.results)
     types = [r.type for r in op.results]
     cons = ",".join("=" + _cons(t) for t in types) + ",r,~{memory}"
-    names = lw.asm(ld_template(op.attrs, n), cons, [llvm_type(t) for t in types],
+    names = lw.asm(ld_template(op.attrs, n), cons, [lw.llvm_type(t) for t in types],
                    [("i32", lw.ref(op.operands[0]))], side_effects=True, convergent=True)
     for r, name in zip(op.results, names):
         lw.bind(r, name)
@@ -79,7 +73,7 @@ def _ld(lw, op):
 def _st(lw, op):
     addr, *vals = op.operands
     cons = "r," + ",".join(_cons(v.type) for v in vals) + ",~{memory}"
-    args = [("i32", lw.ref(addr))] + [(llvm_type(v.type), lw.ref(v)) for v in vals]
+    args = [("i32", lw.ref(addr))] + [(lw.llvm_type(v.type), lw.ref(v)) for v in vals]
     lw.asm(st_template(op.attrs, len(vals)), cons, args=args, side_effects=True, convergent=True)
 
 
@@ -91,8 +85,8 @@ def _wait_ld(lw, op):
         return
     types = [v.type for v in op.operands]
     cons = ",".join("=" + _cons(t) for t in types) + "," + ",".join(str(i) for i in range(n)) + ",~{memory}"
-    names = lw.asm("tcgen05.wait::ld.sync.aligned;", cons, [llvm_type(t) for t in types],
-                   [(llvm_type(v.type), lw.ref(v)) for v in op.operands], side_effects=True, convergent=True)
+    names = lw.asm("tcgen05.wait::ld.sync.aligned;", cons, [lw.llvm_type(t) for t in types],
+                   [(lw.llvm_type(v.type), lw.ref(v)) for v in op.operands], side_effects=True, convergent=True)
     for r, name in zip(op.results, names):
         lw.bind(r, name)
 

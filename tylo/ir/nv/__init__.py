@@ -1,0 +1,13 @@
+"""Hardware ops (``nv.<feature>.*``): one module per feature, named as in every other layer.
+
+Importing this package defines every hardware op in ``tylo.ir.ops.OPS``. ``FEATURES`` lists
+the feature modules; each has its namesake in ``tylo/lang``, ``tylo/codegen/ptx`` and
+``tylo/interpreter`` (a test holds the layers to it). ``address`` is shared by several
+features (matrix descriptors, TMEM allocation) rather than a feature of its own.
+"""
+from . import address, copy, mbarrier, mma, tcgen05, tma, wgmma  # noqa: F401 - define the ops
+
+FEATURES = ("copy", "mma", "tma", "mbarrier", "wgmma", "tcgen05")
+SHARED_MODULES = ("address",)
+
+__all__ = ["FEATURES", "SHARED_MODULES"]
