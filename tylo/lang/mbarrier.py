@@ -50,7 +50,8 @@ def _need(ctx, sm: int, what: str):
         raise LangError(f"{what} needs sm_{sm} or newer (target {ctx.arch})")
 
 
-def _bar(bar, what: str) -> Value:
+def barrier_operand(bar, what: str) -> Value:
+    """``bar`` checked as an mbarrier operand (a ``*shared u64``/``i64`` pointer value) for builtin ``what``."""
     if not (isinstance(bar, Value) and isinstance(bar.type, PointerType) and bar.type.space == "shared"
             and bar.type.elem in (T.u64, T.i64)):
         got = bar.type if isinstance(bar, Value) else repr(bar)
@@ -77,21 +78,21 @@ def mbarrier_init(bar, count, *, _ctx):
     _need(_ctx, 80, "mbarrier_init")
     if isinstance(count, int) and not 1 <= count < (1 << 20):
         raise LangError(f"mbarrier_init: the arrival count must be in 1..2^20-1, got {count}")
-    _ctx.builder.create("nv.mbarrier.init", [_bar(bar, "mbarrier_init"), _i32(_ctx, count, "the count")])
+    _ctx.builder.create("nv.mbarrier.init", [barrier_operand(bar, "mbarrier_init"), _i32(_ctx, count, "the count")])
 
 
 @builtin
 def mbarrier_arrive(bar, *, _ctx):
     """Arrive once (release, CTA scope); returns the opaque u64 phase state."""
     _need(_ctx, 80, "mbarrier_arrive")
-    return _ctx.builder.value("nv.mbarrier.arrive", [_bar(bar, "mbarrier_arrive")], T.u64)
+    return _ctx.builder.value("nv.mbarrier.arrive", [barrier_operand(bar, "mbarrier_arrive")], T.u64)
 
 
 @builtin
 def mbarrier_arrive_expect_tx(bar, tx_bytes, *, _ctx):
     """Add ``tx_bytes`` to the expected transaction count, then arrive; returns the state."""
     _need(_ctx, 90, "mbarrier_arrive_expect_tx")
-    b = _bar(bar, "mbarrier_arrive_expect_tx")
+    b = barrier_operand(bar, "mbarrier_arrive_expect_tx")
     return _ctx.builder.value("nv.mbarrier.arrive_expect_tx", [b, _i32(_ctx, tx_bytes, "tx_bytes")], T.u64)
 
 
@@ -99,7 +100,7 @@ def mbarrier_arrive_expect_tx(bar, tx_bytes, *, _ctx):
 def mbarrier_expect_tx(bar, tx_bytes, *, _ctx):
     """Add ``tx_bytes`` to the expected transaction count without arriving."""
     _need(_ctx, 90, "mbarrier_expect_tx")
-    b = _bar(bar, "mbarrier_expect_tx")
+    b = barrier_operand(bar, "mbarrier_expect_tx")
     _ctx.builder.create("nv.mbarrier.expect_tx", [b, _i32(_ctx, tx_bytes, "tx_bytes")])
 
 
@@ -107,7 +108,7 @@ def mbarrier_expect_tx(bar, tx_bytes, *, _ctx):
 def mbarrier_try_wait(bar, parity, *, _ctx):
     """True when the phase with ``parity`` (0/1) has completed (may wait a bounded time)."""
     _need(_ctx, 90, "mbarrier_try_wait")
-    b = _bar(bar, "mbarrier_try_wait")
+    b = barrier_operand(bar, "mbarrier_try_wait")
     return _ctx.builder.value("nv.mbarrier.try_wait", [b, _i32(_ctx, parity, "parity")], T.bool_)
 
 
@@ -115,7 +116,7 @@ def mbarrier_try_wait(bar, parity, *, _ctx):
 def mbarrier_wait(bar, parity, *, _ctx):
     """Spin (in PTX) until the phase with ``parity`` has completed (acquire, CTA scope)."""
     _need(_ctx, 90, "mbarrier_wait")
-    b = _bar(bar, "mbarrier_wait")
+    b = barrier_operand(bar, "mbarrier_wait")
     _ctx.builder.create("nv.mbarrier.wait", [b, _i32(_ctx, parity, "parity")])
 
 

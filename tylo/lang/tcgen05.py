@@ -718,7 +718,7 @@ def tmem_operand_address(atom: Tcgen05MMA, tile, origin=(0, 0)):
     import numpy as np
 
     from ..layouts import window
-    from .tmem import LANES, TmemTile, _static_structure
+    from .tmem import LANES, TmemTile, tmem_offset_structure
 
     what = "tcgen05_operand(OperandA, TmemTile)"
     if not isinstance(tile, TmemTile):
@@ -732,7 +732,7 @@ def tmem_operand_address(atom: Tcgen05MMA, tile, origin=(0, 0)):
         raise ValueError(f"{what}: the tile holds {tile.dtype}, the plan's A is {atom.a_dtype}")
     rows, k = operand_shape(atom, OperandA)
     view = window(tile, tuple(origin), (rows, k))
-    table, extra, lane_extra, _ = _static_structure(view, what)
+    table, extra, lane_extra, _ = tmem_offset_structure(view, what)
     if not (type(lane_extra) is int and lane_extra == 0):
         raise ValueError(f"{what}: the operand's lanes must be static")
     per = slots_per_word(tile.dtype)
@@ -742,16 +742,16 @@ def tmem_operand_address(atom: Tcgen05MMA, tile, origin=(0, 0)):
     p0 = int(pos[0, 0])
     if not np.array_equal(pos, np.broadcast_to(p0 + np.arange(k)[None, :], pos.shape)) or p0 % per:
         raise ValueError(f"{what}: K must run along consecutive positions of each lane from a whole word")
-    from .tmem import _add
+    from .tmem import sum_skipping_zeros
 
-    addr = _add(tile.address, p0 // per)
+    addr = sum_skipping_zeros(tile.address, p0 // per)
     if not (type(extra) is int and extra == 0):
         from .tmem import known_multiple
 
         if known_multiple(extra) % (LANES * per):
             raise ValueError(f"{what}: a runtime origin on a 16-bit tile must be a provable multiple of 2 "
                              "(whole words)")
-        addr = _add(addr, extra // (LANES * per))
+        addr = sum_skipping_zeros(addr, extra // (LANES * per))
     return addr
 
 

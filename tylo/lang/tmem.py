@@ -76,8 +76,11 @@ def _extents(layout) -> tuple:
     return tuple(it.product(s) for s in shape)
 
 
-def _add(a, b):
-    """``a + b`` dropping static zeros (so runtime values see only real operators)."""
+def sum_skipping_zeros(a, b):
+    """``a + b`` dropping static zeros (so runtime values see only real operators).
+
+    Adds at once, in the operands' own type: TMEM addresses are always 32-bit. (Tile origins in
+    ``tylo.lang.tiles`` instead defer a runtime sum until the address width is known.)"""
     if _is_int(b) and b == 0:
         return a
     if _is_int(a) and a == 0:
@@ -144,7 +147,7 @@ class TmemTile:
 
     def slot(self, coord) -> Any:
         """Typed-slot offset of a coordinate (layout offset plus ``offset``)."""
-        return _add(self.layout(coord), self.offset)
+        return sum_skipping_zeros(self.layout(coord), self.offset)
 
     def __repr__(self) -> str:
         off = "" if _is_int(self.offset) and self.offset == 0 else f", offset={self.offset!r}"
@@ -163,7 +166,7 @@ def tmem_location(tile: TmemTile, coord) -> tuple:
     pos = i // LANES
     col = pos if per == 1 else pos // per
     bit = 0 if per == 1 else (pos % per) * 16
-    return _add(tile.address, _add(lane * 65536, col)), bit
+    return sum_skipping_zeros(tile.address, sum_skipping_zeros(lane * 65536, col)), bit
 
 
 # --------------------------------------------------------------------------
@@ -192,7 +195,7 @@ def _flat_affine(tile: TmemTile, what: str):
         off = 0
     if not all(_is_int(s) for s in strides):
         raise ValueError(f"{what}: needs static strides, got {strides!r}")
-    return _add(off, tile.offset), strides, tile.shape
+    return sum_skipping_zeros(off, tile.offset), strides, tile.shape
 
 
 def reinterpret_tile(dtype, tile: TmemTile, axis=None) -> TmemTile:
@@ -406,7 +409,7 @@ class TmemAccess:
     @property
     def warp(self) -> Any:
         """The warp of the warpgroup that must execute the transfer (runtime for a runtime band)."""
-        return _add(self.lane_base, self.lane_offset) // 32
+        return sum_skipping_zeros(self.lane_base, self.lane_offset) // 32
 
     def __repr__(self) -> str:
         return (
@@ -440,7 +443,7 @@ def _ownership(atom: TransferAtom, transfer: TmemTransfer, num: int, per: int, s
     return Ownership(ext, tv, f"tmem .{atom.name}.x{num} {ext[0]}x{ext[1]} axis={ax}")
 
 
-def _static_structure(tile: TmemTile, what: str):
+def tmem_offset_structure(tile: TmemTile, what: str):
     """(numpy offset table of the view with runtime origins at 0, runtime extra
     typed-slot offset, per-axis runtime origin flags)."""
     lay = tile.layout
@@ -483,11 +486,11 @@ def _static_structure(tile: TmemTile, what: str):
                         "(write it as 32 * w)"
                     )
                 origin.append(0)
-                lane_extra = _add(lane_extra, o * d)
+                lane_extra = sum_skipping_zeros(lane_extra, o * d)
                 lane_multiple = math.gcd(lane_multiple, k)
                 continue
             origin.append(0)
-            extra = _add(extra, o * d)
+            extra = sum_skipping_zeros(extra, o * d)
         lay = View(parent, tuple(origin), lay.shape)
     if not lay.is_static:
         raise ValueError(f"{what}: the view {lay!r} has runtime leaves; its lane band must be static")
@@ -551,7 +554,7 @@ def partition(transfer: TmemTransfer, view: TmemTile) -> TmemAccess:
     per = slots_per_word(view.dtype)
     if view.shape != transfer.shape:
         raise ValueError(f"{what}: the view has shape {view.shape} but the transfer moves {transfer.shape}")
-    table, extra, lane_extra, lane_multiple = _static_structure(view, what)
+    table, extra, lane_extra, lane_multiple = tmem_offset_structure(view, what)
     la, va = transfer.lane_axis, transfer.axis
     tab = np.moveaxis(table, la, 0)  # [lanes, values]
     lane = tab % LANES
@@ -637,10 +640,10 @@ def partition(transfer: TmemTransfer, view: TmemTile) -> TmemAccess:
         extra_words = extra // LANES if per == 1 else extra // (LANES * per)
         if per != 1:
             raise ValueError(f"{what}: a runtime window origin on a 16-bit view cannot prove whole words")
-        addr = _add(view.address, _add(static, extra_words))
+        addr = sum_skipping_zeros(view.address, sum_skipping_zeros(static, extra_words))
     else:
-        addr = _add(view.address, static)
+        addr = sum_skipping_zeros(view.address, static)
     if not (_is_int(lane_extra) and lane_extra == 0):
-        addr = _add(addr, lane_extra * 65536)
+        addr = sum_skipping_zeros(addr, lane_extra * 65536)
     own = _ownership(atom, transfer, num, per, split or 0)
     return TmemAccess(view, transfer, addr, base, num, regs, own, split, view.dtype, lane_extra)
