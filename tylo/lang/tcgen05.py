@@ -19,6 +19,9 @@ from typing import Any
 
 from ..ir import types as T
 from ..ir.core import Value
+from ..ir.nv.bitfields import descriptor_offset_field, pack_fields, unpack_fields
+from ..ir.nv.tcgen05 import (TCGEN05_IDESC_FIELDS, TCGEN05_SMEM_DESCRIPTOR_FIELDS, TCGEN05_SWIZZLE_MODES,
+                             tcgen05_smem_descriptor)
 from ..ir.types import PointerType
 from . import core as L
 from .base import LangError, builtin
@@ -36,40 +39,11 @@ __all__ = [
 # --------------------------------------------------------------------------
 # bit tables (PTX ISA: tcgen05 "Instruction descriptor" for .kind::tf32/f16/f8f6f4/i8)
 
-#: (field, lowest bit, width) of the 32-bit instruction descriptor.
-IDESC_FIELDS = (
-    ("sparsity_selector", 0, 2),
-    ("sparse", 2, 1),
-    ("saturate", 3, 1),
-    ("d_type", 4, 2),
-    # bit 6 reserved
-    ("a_type", 7, 3),
-    ("b_type", 10, 3),
-    ("negate_a", 13, 1),
-    ("negate_b", 14, 1),
-    ("transpose_a", 15, 1),
-    ("transpose_b", 16, 1),
-    ("n_dim", 17, 6),  # N >> 3
-    # bit 23 reserved
-    ("m_dim", 24, 5),  # M >> 4
-    # bit 29 reserved
-    ("max_shift", 30, 2),  # .ws only
-)
-
-#: (field, lowest bit, width) of the 64-bit tcgen05 shared-memory descriptor.
-SMEM_DESC_FIELDS = (
-    ("start_address", 0, 14),  # (addr & 0x3FFFF) >> 4
-    ("leading_byte_offset", 16, 14),  # (LBO & 0x3FFFF) >> 4
-    ("stride_byte_offset", 32, 14),  # (SBO & 0x3FFFF) >> 4
-    ("version", 46, 3),  # fixed 0b001 on sm_100 (bits 46-48)
-    ("base_offset", 49, 3),
-    ("lbo_mode", 52, 1),  # 0: relative byte offset, 1: absolute address (sm_103a)
-    # bits 53-60 fixed 0
-    ("swizzle", 61, 3),
-)
-
-#: swizzle byte size -> 3-bit mode of the shared-memory descriptor (0: none).
-SWIZZLE_CODES = {0: 0, "128B_base32B": 1, 128: 2, 64: 4, 32: 6}
+# The descriptors' bit tables are ISA data of the nv.tcgen05 ops (tylo.ir.nv.tcgen05); these names are this
+# module's API for them.
+IDESC_FIELDS = TCGEN05_IDESC_FIELDS
+SMEM_DESC_FIELDS = TCGEN05_SMEM_DESCRIPTOR_FIELDS
+SWIZZLE_CODES = TCGEN05_SWIZZLE_MODES
 
 _D_TYPE = {"f16": 0, "f32": 1, "i32": 2}
 _AB_TYPE = {
@@ -84,24 +58,11 @@ _ACC = {"f16": ("f16", "f32"), "tf32": ("f32",), "f8f6f4": ("f32",), "i8": ("i32
 
 def encode_fields(table, values: dict, bits: int) -> int:
     """Pack ``values`` (field -> int) into a ``bits``-bit word per ``table``."""
-    names = {n for n, _, _ in table}
-    for k in values:
-        if k not in names:
-            raise ValueError(f"unknown descriptor field {k!r}")
-    out = 0
-    for name, lo, width in table:
-        v = values.get(name, 0)
-        if type(v) is bool:
-            v = int(v)
-        if type(v) is not int or not 0 <= v < (1 << width):
-            raise ValueError(f"descriptor field {name} = {v!r} does not fit in {width} bits")
-        out |= v << lo
-    assert out < (1 << bits)
-    return out
+    return pack_fields(table, values, bits)
 
 
 def decode_fields(table, word: int) -> dict:
-    return {name: (word >> lo) & ((1 << width) - 1) for name, lo, width in table}
+    return unpack_fields(table, word)
 
 
 # --------------------------------------------------------------------------
@@ -241,37 +202,8 @@ class Tcgen05MMA:
 # shared-memory descriptor
 
 
-def smem_descriptor_encode(x: int) -> int:
-    """matrix-descriptor-encode(x) = (x & 0x3FFFF) >> 4."""
-    return (x & 0x3FFFF) >> 4
-
-
-def smem_descriptor(structure, start_address: int = 0, base_offset: int = 0) -> int:
-    """The 64-bit tcgen05 shared-memory descriptor of a canonical operand tile.
-
-    ``structure``: a ``tylo.layouts.SwizzledStructure`` (from
-    ``swizzled_structure(layout, elem_bytes)``).  A byte offset the tile does
-    not determine (``None``) is encoded as 16 bytes for LBO (the ISA says a
-    swizzled K-major LBO is "assumed 1") and 0 for SBO.  ``start_address``
-    is the shared-memory byte address (16-byte aligned); ``base_offset`` the
-    3-bit pattern phase (0 when the tile starts on the swizzle repeat).
-    """
-    if structure is None:
-        raise ValueError("smem_descriptor: the tile matches no canonical shared-memory encoding")
-    if type(start_address) is int and start_address % 16:
-        raise ValueError(f"smem_descriptor: start address {start_address} is not 16-byte aligned")
-    lbo = structure.leading_byte_offset
-    sbo = structure.stride_byte_offset
-    fields = {
-        "start_address": smem_descriptor_encode(start_address),
-        "leading_byte_offset": smem_descriptor_encode(16 if lbo is None else lbo),
-        "stride_byte_offset": smem_descriptor_encode(0 if sbo is None else sbo),
-        "version": 1,
-        "base_offset": base_offset,
-        "lbo_mode": 0,
-        "swizzle": SWIZZLE_CODES[structure.swizzle_bytes],
-    }
-    return encode_fields(SMEM_DESC_FIELDS, fields, 64)
+smem_descriptor_encode = descriptor_offset_field  # matrix-descriptor-encode(x) = (x & 0x3FFFF) >> 4
+smem_descriptor = tcgen05_smem_descriptor
 
 
 def tmem_columns(columns) -> int:
@@ -557,13 +489,13 @@ def wait_stores(*, _ctx):
 # --------------------------------------------------------------------------
 # the seed-level MMA API: operands, accumulators, mma, commit
 #
-# Operand roles are the plain markers of ``tylo.lang.wgmma`` (``OperandA`` /
-# ``OperandB``; the class or an instance).  An operand tile is the logical
+# Operand roles are the plain markers of ``tylo.lang.operands`` (``OperandA`` /
+# ``OperandB``; the class or an instance), shared with WGMMA.  An operand tile is the logical
 # ``(mn, k)`` matrix: A is ``(M / cta_group, K)`` rows of this CTA, B is
 # ``(N / cta_group, K)`` (with ``cta_group::2`` each CTA of the pair holds
 # half of A and half of B at the same shared-memory offset).
 
-from .wgmma import OperandA, OperandB  # noqa: E402  (plain role markers)
+from .operands import OperandA, OperandB  # noqa: E402  (plain role markers)
 
 
 def _role(role) -> str:
@@ -880,7 +812,7 @@ def tcgen05_operand(atom, role, tile, origin=(0, 0), taddr=None, *, _ctx):
         full = tuple(_coord_value(_ctx, _tadd(0, o), T.i32) for o in origin)
         off = unwrap(inner(full))
     ptr = tile.ptr if (type(off) is int and off == 0) else L.offset(_ctx, tile.ptr, off)
-    from .wgmma import shared_address
+    from .address import shared_address
 
     addr = shared_address(ptr, _ctx=_ctx)
     field = L.binary(_ctx, "&", L.binary(_ctx, ">>", addr, 4), 0x3FFF)

@@ -29,8 +29,12 @@ from dataclasses import dataclass
 from ..ir import types as T
 from ..ir.core import Value
 from ..ir.types import ScalarType
-from ..layouts import Ownership, SwizzledStructure, swizzled_structure_reason
+from ..ir.nv.bitfields import pack_fields, unpack_fields
+from ..ir.nv.wgmma import WGMMA_DESCRIPTOR_FIELDS, WGMMA_SWIZZLE_MODES, wgmma_smem_descriptor
+from ..layouts import Ownership, swizzled_structure_reason
+from .address import shared_address
 from .base import LangError, builtin
+from .operands import OperandA, OperandB
 
 __all__ = [
     "WGMMA64", "validate_wgmma", "OperandA", "OperandB", "DESCRIPTOR_FIELDS", "SWIZZLE_MODE",
@@ -84,32 +88,6 @@ class WGMMA64:
 
     def __repr__(self) -> str:
         return f"WGMMA64({self.dtype}, n={self.n}, k={self.k}, partitions={self.partitions})"
-
-
-class _Role:
-    name = ""
-    axis_extent = ""
-
-    def __repr__(self):
-        return f"{self.name}()"
-
-    def __eq__(self, other):
-        return type(self) is type(other)
-
-    def __hash__(self):
-        return hash(type(self))
-
-
-class OperandA(_Role):
-    """Role marker: the (64, k) A operand (mn = M)."""
-
-    name = "OperandA"
-
-
-class OperandB(_Role):
-    """Role marker: the (n, k) B operand (mn = N)."""
-
-    name = "OperandB"
 
 
 def accumulator_registers(plan: WGMMA64) -> int:
@@ -168,65 +146,21 @@ def _top_extents(lay) -> tuple:
 
 # -- the matrix descriptor ----------------------------------------------------------
 
-#: (field, lowest bit, width) of the 64-bit wgmma shared-memory matrix descriptor
-#: (PTX ISA 9.7.15.5.1.2.2 "Matrix Descriptor Format"). Address and offsets are
-#: stored as ``(x & 0x3FFFF) >> 4``.
-DESCRIPTOR_FIELDS = (
-    ("start_address", 0, 14),
-    ("leading_byte_offset", 16, 14),
-    ("stride_byte_offset", 32, 14),
-    ("base_offset", 49, 3),
-    ("swizzle", 62, 2),
-)
-#: swizzle row bytes -> the descriptor's 2-bit swizzle mode
-SWIZZLE_MODE = {0: 0, 128: 1, 64: 2, 32: 3}
+# The descriptor's bit table and encoder are ISA data of the nv.wgmma ops (tylo.ir.nv.wgmma); the
+# names below are this module's API for them.
+DESCRIPTOR_FIELDS = WGMMA_DESCRIPTOR_FIELDS
+SWIZZLE_MODE = WGMMA_SWIZZLE_MODES
+smem_descriptor = wgmma_smem_descriptor
 
 
 def encode_fields(**values) -> int:
-    """Pack raw field values (already encoded) into the descriptor; each must fit its width."""
-    out = 0
-    names = {f for f, _, _ in DESCRIPTOR_FIELDS}
-    for key in values:
-        if key not in names:
-            raise ValueError(f"encode_fields: unknown descriptor field {key!r}")
-    for name, lo, width in DESCRIPTOR_FIELDS:
-        v = int(values.get(name, 0))
-        if not 0 <= v < (1 << width):
-            raise ValueError(f"encode_fields: {name} = {v} does not fit in {width} bits")
-        out |= v << lo
-    return out
+    """Pack raw field values (already encoded) into a wgmma descriptor; each must fit its width."""
+    return pack_fields(DESCRIPTOR_FIELDS, {k: int(v) for k, v in values.items()}, 64, "encode_fields")
 
 
 def decode_fields(desc: int) -> dict:
-    """The raw field values of a descriptor (inverse of ``encode_fields``)."""
-    return {name: (desc >> lo) & ((1 << width) - 1) for name, lo, width in DESCRIPTOR_FIELDS}
-
-
-def _encode_bytes(x: int, what: str) -> int:
-    if x % 16 or not 0 <= x < (1 << 18):
-        raise ValueError(f"smem_descriptor: {what} = {x} bytes must be a multiple of 16 in [0, 2^18)")
-    return (x & 0x3FFFF) >> 4
-
-
-def smem_descriptor(structure: SwizzledStructure, address_bytes: int, base_offset: int = 0) -> int:
-    """The wgmma matrix descriptor of a canonical operand starting at shared address ``address_bytes``.
-
-    An offset the layout leaves undetermined or the hardware does not read
-    (``None`` in the structure: K-major swizzled LBO, single groups) is
-    encoded as 1, the value the PTX ISA says is assumed. ``base_offset`` is 0
-    when the swizzle pattern starts at its natural alignment (1024/512/256
-    bytes for 128/64/32-byte rows), as for every tile tylo allocates.
-    """
-    if not isinstance(structure, SwizzledStructure):
-        raise ValueError(f"smem_descriptor: expected a SwizzledStructure, got {structure!r}")
-    lbo, sbo = structure.leading_byte_offset, structure.stride_byte_offset
-    return encode_fields(
-        start_address=_encode_bytes(address_bytes, "the start address"),
-        leading_byte_offset=1 if lbo is None else _encode_bytes(lbo, "LBO"),
-        stride_byte_offset=1 if sbo is None else _encode_bytes(sbo, "SBO"),
-        base_offset=base_offset,
-        swizzle=SWIZZLE_MODE[structure.swizzle_bytes],
-    )
+    """The raw field values of a wgmma descriptor (inverse of ``encode_fields``)."""
+    return unpack_fields(DESCRIPTOR_FIELDS, desc)
 
 
 # -- the instruction ------------------------------------------------------------------
@@ -349,16 +283,6 @@ def wgmma_wait_group(n: int, accs=(), *, _ctx):
     return tuple(op.results)
 
 
-
-
-@builtin
-def shared_address(ptr, *, _ctx):
-    """The u32 shared-window address of a ``*shared`` pointer (or shared array): the
-    ``start_address`` a matrix descriptor encodes (``desc | (addr >> 4)``)."""
-    p = getattr(ptr, "ptr", ptr)
-    if not (isinstance(p, Value) and getattr(p.type, "space", None) == "shared"):
-        raise LangError(f"shared_address: expected a *shared pointer or shared array, got {ptr!r}")
-    return _ctx.builder.value("nv.shared_address", [p], T.u32)
 
 
 __all__ += ["shared_address"]
