@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-__all__ = ["Attr", "OpDef", "MEMORY_EFFECTS"]
+__all__ = ["Attr", "OpDef", "MEMORY_EFFECTS", "one_of"]
 
 MEMORY_EFFECTS = ("none", "read", "write", "read_write")
 
@@ -86,3 +86,12 @@ class OpDef:
             if err:
                 return err
         return None
+
+
+def one_of(name: str, values: tuple):
+    """A check: attribute ``name`` is one of ``values``."""
+    def check(op):
+        v = op.attrs.get(name)
+        return None if v in values else f"attribute {name!r} must be one of {values}, got {v!r}"
+
+    return check

@@ -1,4 +1,4 @@
-"""mbarriers, proxy fences, named and cluster barriers, elect and setmaxnreg (sm_90+).
+"""mbarriers (sm_80+; transaction counts sm_90+): ``nv.mbarrier.*``.
 
 A barrier operand is a ``*shared u64`` (or ``i64``) pointer; counts, byte counts and parities
 are i32. Every op here orders memory for the threads involved, so each is ``read_write``.
@@ -6,14 +6,11 @@ are i32. Every op here orders memory for the threads involved, so each is ``read
 from __future__ import annotations
 
 from .. import types as T
-from ..opdef import Attr, OpDef
+from ..opdef import OpDef
 from ..ops import define_ops
 from ..types import PointerType
 
-__all__ = ["DEFINITIONS", "FENCE_KINDS"]
-
-FENCE_KINDS = ("proxy_async", "proxy_async_shared", "mbarrier_init")
-
+__all__ = ["DEFINITIONS"]
 
 def _bar_check(op):
     p = op.operands[0]
@@ -23,14 +20,6 @@ def _bar_check(op):
         if v.type != T.i32:
             return f"count/bytes/parity operands are i32, got {v.type}"
     return None
-
-
-def _one_of(name, values):
-    def check(op):
-        v = op.attrs.get(name)
-        return None if v in values else f"attribute {name!r} must be one of {values}, got {v!r}"
-
-    return check
 
 
 def _state_check(op):
@@ -53,14 +42,4 @@ DEFINITIONS = define_ops(
           doc="bar, parity -> bool: mbarrier.try_wait.parity", **_RW),
     OpDef("nv.mbarrier.wait", 2, 0, False, _bar_check, doc="bar, parity: try_wait.parity until the phase completes",
           **_RW),
-    OpDef("nv.fence", 0, 0, False, _one_of("kind", FENCE_KINDS), (Attr("kind", (str,)),),
-          doc="a proxy fence: fence.proxy.async[.shared::cta] or fence.mbarrier_init", **_RW),
-    OpDef("nv.named_barrier", 2, 0, False, _one_of("kind", ("sync", "arrive")), (Attr("kind", (str,)),),
-          convergent=True, doc="id, count: bar.sync / bar.arrive", **_RW),
-    OpDef("nv.elect_one", 0, 1, False, convergent=True, doc="-> bool, true in one lane: elect.sync"),
-    OpDef("nv.setmaxnreg", 0, 0, False, _one_of("action", ("inc", "dec")),
-          (Attr("action", (str,)), Attr("count", (int,))), convergent=True,
-          doc="setmaxnreg.{action}.sync.aligned.u32 count", **_RW),
-    OpDef("nv.cluster.barrier", 0, 0, False, _one_of("kind", ("arrive", "wait")), (Attr("kind", (str,)),),
-          convergent=True, doc="barrier.cluster.arrive.release / wait.acquire", **_RW),
 )
