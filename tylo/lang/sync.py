@@ -21,7 +21,8 @@ from .hw_args import i32_operand, require_sm
 
 __all__ = [
     "cluster_ctarank", "cluster_size", "cluster_arrive", "cluster_wait", "cluster_sync",
-    "named_barrier_sync", "named_barrier_arrive", "elect_one", "warpgroup_idx", "setmaxnreg_inc", "setmaxnreg_dec",
+    "named_barrier_sync", "named_barrier_arrive", "elect_one", "warpgroup_idx", "setmaxnreg_inc",
+    "setmaxnreg_dec",
 ]
 
 
