@@ -1,408 +1,24 @@
-"""Blackwell tcgen05: MMA plans, descriptors, TMEM allocation and the kernel builtins.
-
-Host side (pure Python): ``Tcgen05MMA`` validates a ``tcgen05.mma`` shape and
-builds its 32-bit instruction descriptor from ``IDESC_FIELDS``;
-``smem_descriptor`` builds the 64-bit shared-memory matrix descriptor from a
-``tylo.layouts.swizzled_structure`` result; ``tmem_columns`` checks an
-allocation size.  Every bit position is one row of a table below, taken
-from the PTX ISA (tcgen05 "Instruction descriptor", "Shared memory
-descriptor").
-
-Kernel side: the ``nv.tcgen05.*`` IR ops (registered here) and the builtins
-that emit them.  Codegen is ``tylo.codegen.ptx.tcgen05``.  Nothing here
-inserts a wait, fence or barrier that the kernel did not ask for.
+"""The seed-level tcgen05 API: ``load_async`` / ``wait_load`` / ``store_async`` / ``wait_stores`` on
+TMEM transfers, and the MMA API (``tcgen05_operand``, ``accumulator``, ``mma_tcgen05``, ``commit_mma``).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from ..ir import types as T
-from ..ir.core import Value
-from ..ir.nv.bitfields import descriptor_offset_field, pack_fields, unpack_fields
-from ..ir.nv.tcgen05 import (TCGEN05_IDESC_FIELDS, TCGEN05_SMEM_DESCRIPTOR_FIELDS, TCGEN05_SWIZZLE_MODES,
-                             tcgen05_smem_descriptor)
-from ..ir.types import PointerType
-from . import core as L
-from .base import LangError, builtin
-from .tmem import TmemAccess, slots_per_word
+from .. import core as L
+from ...ir import types as T
+from ..base import LangError, builtin
+from ..tmem import TmemAccess, slots_per_word
+from .plan import Tcgen05MMA, dtype_name, smem_descriptor
+from .raw import (checked_cta_group, register_type, require_sm100a, shared_pointer_operand, tcgen05_commit,
+                  tcgen05_ld, tcgen05_mma, tcgen05_st, tcgen05_wait_ld, tcgen05_wait_st, u32_operand)
 
 __all__ = [
-    "IDESC_FIELDS", "SMEM_DESC_FIELDS", "SWIZZLE_CODES", "encode_fields", "decode_fields",
-    "Tcgen05MMA", "smem_descriptor", "smem_descriptor_encode", "tmem_columns",
-    "tmem_alloc", "tmem_dealloc", "tmem_relinquish_alloc_permit", "tcgen05_ld", "tcgen05_st",
-    "tcgen05_wait_ld", "tcgen05_wait_st", "fence_before_thread_sync", "fence_after_thread_sync",
-    "tcgen05_mma", "tcgen05_commit", "load_async", "wait_load", "store_async", "wait_stores",
-    "TmemLoad",
+    "load_async", "wait_load", "store_async", "wait_stores", "TmemLoad", "OperandA", "OperandB",
+    "operand_shape", "SmemOperand", "smem_operand", "tmem_operand_address", "accumulator", "Tcgen05Operand",
+    "tcgen05_operand", "mma_tcgen05", "commit_mma",
 ]
-
-# --------------------------------------------------------------------------
-# bit tables (PTX ISA: tcgen05 "Instruction descriptor" for .kind::tf32/f16/f8f6f4/i8)
-
-# The descriptors' bit tables are ISA data of the nv.tcgen05 ops (tylo.ir.nv.tcgen05); these names are this
-# module's API for them.
-IDESC_FIELDS = TCGEN05_IDESC_FIELDS
-SMEM_DESC_FIELDS = TCGEN05_SMEM_DESCRIPTOR_FIELDS
-SWIZZLE_CODES = TCGEN05_SWIZZLE_MODES
-
-_D_TYPE = {"f16": 0, "f32": 1, "i32": 2}
-_AB_TYPE = {
-    "f16": {"f16": 0, "bf16": 1},
-    "tf32": {"f32": 2},  # tf32 operands are stored as f32
-    "f8f6f4": {"f8e4m3": 0, "f8e5m2": 1},
-    "i8": {"u8": 0, "i8": 1},
-}
-_K = {"f16": 16, "tf32": 8, "f8f6f4": 32, "i8": 32}
-_ACC = {"f16": ("f16", "f32"), "tf32": ("f32",), "f8f6f4": ("f32",), "i8": ("i32",)}
-
-
-def encode_fields(table, values: dict, bits: int) -> int:
-    """Pack ``values`` (field -> int) into a ``bits``-bit word per ``table``."""
-    return pack_fields(table, values, bits)
-
-
-def decode_fields(table, word: int) -> dict:
-    return unpack_fields(table, word)
-
-
-# --------------------------------------------------------------------------
-# the MMA plan
-
-
-def _name(dt) -> str:
-    return dt if isinstance(dt, str) else getattr(dt, "name", repr(dt))
-
-
-def _kind(a: str, b: str) -> str:
-    for kind, types in _AB_TYPE.items():
-        if a in types and b in types:
-            return kind
-    raise ValueError(
-        f"Tcgen05MMA: no tcgen05.mma kind takes A={a} and B={b} (f16: f16/bf16 pairs; tf32: f32; "
-        "f8f6f4: f8e4m3/f8e5m2; i8: i8/u8)"
-    )
-
-
-def _n_ok(kind: str, m: int, n: int, cta_group: int) -> str | None:
-    if cta_group == 1:
-        if kind == "i8" and m == 128:
-            ok = n % 16 == 0 and 16 <= n <= 256
-            rule = "N = 16, 32, ..., 256 (steps of 16) for kind::i8 with M = 128"
-        elif kind == "i8":
-            ok = n in (8, 16, 24) or (n % 16 == 0 and 32 <= n <= 256)
-            rule = "N = 8, 16, 24, 32, 48, ..., 256 for kind::i8 with M = 64"
-        else:
-            ok = n % 8 == 0 and 8 <= n <= 256
-            rule = "N = 8, 16, ..., 256 (steps of 8) with cta_group::1"
-    else:
-        ok = n % 16 == 0 and 16 <= n <= 256
-        rule = "N = 16, 32, ..., 256 (steps of 16) with cta_group::2"
-    return None if ok else rule
-
-
-@dataclass(frozen=True)
-class Tcgen05MMA:
-    """A dense ``tcgen05.mma`` (no ``.ws``, no block scaling): D[M,N] (+)= A[M,K] B[K,N].
-
-    ``shape``: ``(M, N)`` or ``(M, N, K)`` (K is fixed by the kind: 32 bytes);
-    ``a_major`` / ``b_major``: ``'K'`` (not transposed) or ``'MN'``;
-    ``cta_group``: 1 (M = 64, 128) or 2 (M = 128, 256; default for M = 256).
-
-    >>> from tylo.ir.types import bf16, f32
-    >>> mma = Tcgen05MMA((128, 256), bf16, bf16, f32)
-    >>> mma.kind, mma.k, hex(mma.idesc)
-    ('f16', 16, '0x8400490')
-    """
-
-    shape: tuple
-    a_dtype: Any
-    b_dtype: Any
-    acc_dtype: Any
-    a_major: str = "K"
-    b_major: str = "K"
-    negate_a: bool = False
-    negate_b: bool = False
-    saturate: bool = False
-    cta_group: int | None = None
-
-    def __post_init__(self):
-        shape = tuple(self.shape)
-        if len(shape) not in (2, 3) or not all(type(s) is int and s > 0 for s in shape):
-            raise ValueError(f"Tcgen05MMA: shape must be (M, N) or (M, N, K) positive ints, got {self.shape!r}")
-        a, b, acc = _name(self.a_dtype), _name(self.b_dtype), _name(self.acc_dtype)
-        kind = _kind(a, b)
-        if kind == "f16" and a != b:
-            raise ValueError(f"Tcgen05MMA: kind::f16 needs A and B of one type, got {a} and {b}")
-        if acc not in _ACC[kind]:
-            raise ValueError(f"Tcgen05MMA: kind::{kind} accumulates in {' or '.join(_ACC[kind])}, not {acc}")
-        if kind == "f16" and acc == "f16" and a != "f16":
-            raise ValueError("Tcgen05MMA: an f16 accumulator needs f16 inputs (bf16 accumulates in f32)")
-        m, n = shape[0], shape[1]
-        k = _K[kind]
-        if len(shape) == 3 and shape[2] != k:
-            raise ValueError(f"Tcgen05MMA: kind::{kind} has K = {k} (32 bytes of A/B), got K = {shape[2]}")
-        cg = self.cta_group if self.cta_group is not None else (2 if m == 256 else 1)
-        if cg not in (1, 2):
-            raise ValueError(f"Tcgen05MMA: cta_group must be 1 or 2, got {cg!r}")
-        allowed = (64, 128) if cg == 1 else (128, 256)
-        if m not in allowed:
-            raise ValueError(f"Tcgen05MMA: cta_group::{cg} takes M in {allowed}, got M = {m}")
-        rule = _n_ok(kind, m, n, cg)
-        if rule:
-            raise ValueError(f"Tcgen05MMA: N = {n} is not allowed; the ISA takes {rule}")
-        for which, major in (("a_major", self.a_major), ("b_major", self.b_major)):
-            if major not in ("K", "MN"):
-                raise ValueError(f"Tcgen05MMA: {which} must be 'K' or 'MN', got {major!r}")
-        if kind == "i8" and (self.negate_a or self.negate_b):
-            raise ValueError("Tcgen05MMA: kind::i8 cannot negate A or B")
-        if self.saturate and kind != "i8":
-            raise ValueError(f"Tcgen05MMA: saturate applies to kind::i8 only, not kind::{kind}")
-        object.__setattr__(self, "shape", (m, n, k))
-        object.__setattr__(self, "cta_group", cg)
-
-    m = property(lambda self: self.shape[0])
-    n = property(lambda self: self.shape[1])
-    k = property(lambda self: self.shape[2])
-
-    @property
-    def kind(self) -> str:
-        return _kind(_name(self.a_dtype), _name(self.b_dtype))
-
-    @property
-    def fields(self) -> dict:
-        kind = self.kind
-        return {
-            "saturate": int(self.saturate),
-            "d_type": _D_TYPE[_name(self.acc_dtype)],
-            "a_type": _AB_TYPE[kind][_name(self.a_dtype)],
-            "b_type": _AB_TYPE[kind][_name(self.b_dtype)],
-            "negate_a": int(self.negate_a),
-            "negate_b": int(self.negate_b),
-            "transpose_a": int(self.a_major == "MN"),
-            "transpose_b": int(self.b_major == "MN"),
-            "n_dim": self.n >> 3,
-            "m_dim": self.m >> 4,
-        }
-
-    @property
-    def idesc(self) -> int:
-        """The 32-bit instruction descriptor (dense, no .ws)."""
-        return encode_fields(IDESC_FIELDS, self.fields, 32)
-
-    @property
-    def instruction(self) -> str:
-        return f"tcgen05.mma.cta_group::{self.cta_group}.kind::{self.kind}"
-
-    @property
-    def a_bytes(self) -> int:
-        return {"f16": 2, "tf32": 4, "f8f6f4": 1, "i8": 1}[self.kind]
-
-
-# --------------------------------------------------------------------------
-# shared-memory descriptor
-
-
-smem_descriptor_encode = descriptor_offset_field  # matrix-descriptor-encode(x) = (x & 0x3FFFF) >> 4
-smem_descriptor = tcgen05_smem_descriptor
-
-
-def tmem_columns(columns) -> int:
-    """Check a ``tcgen05.alloc`` size: a power of two in 32..512 columns."""
-    if type(columns) is not int or columns < 32 or columns > 512 or columns & (columns - 1):
-        raise ValueError(f"tmem_alloc: columns must be a power of two in 32..512, got {columns!r}")
-    return columns
-
-
-# --------------------------------------------------------------------------
-# builtins (the ops they emit are defined in tylo.ir.nv.tcgen05)
-
-
-def _need_sm100(ctx, what):
-    if ctx.sm < 100 or not ctx.arch.endswith("a"):
-        raise LangError(f"{what} needs sm_100a (tcgen05); this kernel targets {ctx.arch}")
-
-
-def _cta(cta_group):
-    if cta_group not in (1, 2):
-        raise LangError(f"cta_group must be 1 or 2, got {cta_group!r}")
-    return cta_group
-
-
-def _as_u32(ctx, x, what) -> Value:
-    from . import core as L
-
-    if isinstance(x, int) and not isinstance(x, bool):
-        return L.to_value(ctx, x, T.u32)
-    x = getattr(x, "value", x) if type(x).__name__ == "RuntimeInt" else x
-    if not isinstance(x, Value) or not isinstance(x.type, T.ScalarType) or not x.type.is_int:
-        raise LangError(f"{what} must be a 32-bit integer TMEM address, got {x!r}")
-    return x if x.type.bits == 32 else L.cast(x, T.u32, _ctx=ctx)
-
-
-def _shared_ptr(x, what) -> Value:
-    ptr = getattr(x, "ptr", x)
-    if not isinstance(ptr, Value) or not isinstance(ptr.type, PointerType) or ptr.type.space != "shared":
-        raise LangError(f"{what} needs a shared-memory pointer (or shared array), got {x!r}")
-    return ptr
-
-
-@builtin
-def tmem_alloc(columns, slot, cta_group=1, *, _ctx):
-    """``tcgen05.alloc``: allocate ``columns`` TMEM columns (power of two,
-    32..512) and write the base address to shared memory at ``slot`` (a u32
-    shared array or pointer). One whole warp executes it."""
-    dst = slot
-    _need_sm100(_ctx, "tmem_alloc")
-    try:
-        tmem_columns(columns)
-    except ValueError as e:
-        raise LangError(str(e)) from None
-    _ctx.builder.create("nv.tcgen05.alloc", [_shared_ptr(dst, "tmem_alloc")], [],
-                        {"columns": columns, "cta_group": _cta(cta_group)})
-
-
-@builtin
-def tmem_dealloc(taddr, columns, cta_group=1, *, _ctx):
-    """``tcgen05.dealloc`` of ``columns`` columns at ``taddr`` (the allocating warp)."""
-    _need_sm100(_ctx, "tmem_dealloc")
-    try:
-        tmem_columns(columns)
-    except ValueError as e:
-        raise LangError(str(e).replace("tmem_alloc", "tmem_dealloc")) from None
-    _ctx.builder.create("nv.tcgen05.dealloc", [_as_u32(_ctx, taddr, "tmem_dealloc")], [],
-                        {"columns": columns, "cta_group": _cta(cta_group)})
-
-
-@builtin
-def tmem_relinquish_alloc_permit(cta_group=1, *, _ctx):
-    """``tcgen05.relinquish_alloc_permit``: this CTA allocates no more TMEM."""
-    _need_sm100(_ctx, "tmem_relinquish_alloc_permit")
-    _ctx.builder.create("nv.tcgen05.relinquish_alloc_permit", [], [], {"cta_group": _cta(cta_group)})
-
-
-def _access_address(ctx, access: TmemAccess, taddr) -> Value:
-    from . import core as L
-
-    if not isinstance(access, TmemAccess):
-        raise LangError(f"expected a TMEM access from partition(transfer, view), got {access!r}")
-    addr = access.address
-    if taddr is None:
-        return _as_u32(ctx, addr, "the access address")
-    base = _as_u32(ctx, taddr, "taddr")
-    if isinstance(addr, int) and addr == 0:
-        return base
-    return L.binary(ctx, "+", base, _as_u32(ctx, addr, "the access address"))
-
-
-def _reg_type(access: TmemAccess):
-    dt = access.dtype
-    return T.f32 if (slots_per_word(dt) == 1 and dt.is_float) else T.i32
-
-
-def _ld_attrs(access: TmemAccess) -> dict:
-    attrs = {"shape": access.atom, "num": access.num, "pack": False}
-    if access.split is not None:
-        attrs["split"] = access.split
-    return attrs
-
-
-@builtin
-def tcgen05_ld(access, taddr=None, *, _ctx):
-    """``tcgen05.ld.sync.aligned<access.instruction>.b32``: start the load of
-    this warp's registers (a tuple of Values: f32 for 32-bit float tiles,
-    i32 words otherwise; 16-bit tiles come packed two per word, low half
-    first).  ``taddr``: runtime TMEM base added to ``access.address``.  The
-    registers are not ready until ``tcgen05_wait_ld`` passes them through."""
-    _need_sm100(_ctx, "tcgen05_ld")
-    addr = _access_address(_ctx, access, taddr)
-    rt = _reg_type(access)
-    op = _ctx.builder.create("nv.tcgen05.ld", [addr], [rt] * access.registers, _ld_attrs(access))
-    return tuple(op.results)
-
-
-@builtin
-def tcgen05_wait_ld(values, *, _ctx):
-    """``tcgen05.wait::ld``: completes prior loads and returns ``values``
-    through a compiler dependency (use the returned registers)."""
-    _need_sm100(_ctx, "tcgen05_wait_ld")
-    values = tuple(values)
-    if not all(isinstance(v, Value) for v in values):
-        raise LangError("tcgen05_wait_ld takes the tuple of registers returned by tcgen05_ld")
-    op = _ctx.builder.create("nv.tcgen05.wait_ld", list(values), [v.type for v in values])
-    return tuple(op.results)
-
-
-@builtin
-def tcgen05_st(access, values, taddr=None, *, _ctx):
-    """``tcgen05.st.sync.aligned<access.instruction>.b32``: store this warp's
-    registers (``access.registers`` 32-bit values) to the access's TMEM."""
-    _need_sm100(_ctx, "tcgen05_st")
-    from . import core as L
-
-    values = tuple(values)
-    if len(values) != access.registers:
-        raise LangError(
-            f"tcgen05_st: {access.instruction} stores {access.registers} registers per thread, got {len(values)}"
-        )
-    regs = []
-    for v in values:
-        v = L.to_value(_ctx, v, _reg_type(access)) if not isinstance(v, Value) else v
-        if not isinstance(v.type, T.ScalarType) or v.type.bits != 32:
-            raise LangError(f"tcgen05_st: registers must be 32-bit, got {v.type}")
-        regs.append(v)
-    addr = _access_address(_ctx, access, taddr)
-    _ctx.builder.create("nv.tcgen05.st", [addr, *regs], [], _ld_attrs(access))
-
-
-@builtin
-def tcgen05_wait_st(*, _ctx):
-    """``tcgen05.wait::st``: completes this thread's prior TMEM stores."""
-    _need_sm100(_ctx, "tcgen05_wait_st")
-    _ctx.builder.create("nv.tcgen05.wait_st", [], [])
-
-
-@builtin
-def fence_before_thread_sync(*, _ctx):
-    """``tcgen05.fence::before_thread_sync`` (order prior tcgen05 ops before a barrier)."""
-    _need_sm100(_ctx, "fence_before_thread_sync")
-    _ctx.builder.create("nv.tcgen05.fence_before", [], [])
-
-
-@builtin
-def fence_after_thread_sync(*, _ctx):
-    """``tcgen05.fence::after_thread_sync`` (order later tcgen05 ops after a barrier)."""
-    _need_sm100(_ctx, "fence_after_thread_sync")
-    _ctx.builder.create("nv.tcgen05.fence_after", [], [])
-
-
-@builtin
-def tcgen05_mma(plan, d_taddr, a, b_desc, enable_input_d, a_tmem=False, *, _ctx):
-    """``tcgen05.mma.cta_group::G.kind::K [d], a, b_desc, idesc, p`` with the
-    plan's instruction descriptor.  ``a``: a 64-bit shared-memory descriptor,
-    or a 32-bit TMEM address with ``a_tmem=True``; ``enable_input_d``: bool
-    (False overwrites D).  Issued by one thread; completion via tcgen05_commit."""
-    _need_sm100(_ctx, "tcgen05_mma")
-    from . import core as L
-
-    if not isinstance(plan, Tcgen05MMA):
-        raise LangError(f"tcgen05_mma needs a Tcgen05MMA plan, got {plan!r}")
-    d = _as_u32(_ctx, d_taddr, "d_taddr")
-    a_v = _as_u32(_ctx, a, "a (TMEM address)") if a_tmem else L.to_value(_ctx, a, T.u64)
-    b_v = L.to_value(_ctx, b_desc, T.u64)
-    idesc = L.to_value(_ctx, plan.idesc, T.u32)
-    en = L.to_bool(_ctx, enable_input_d) if isinstance(enable_input_d, Value) else L.to_value(_ctx, bool(enable_input_d), T.bool_)
-    _ctx.builder.create("nv.tcgen05.mma", [d, a_v, b_v, idesc, en], [],
-                        {"kind": plan.kind, "cta_group": plan.cta_group, "a_tmem": bool(a_tmem)})
-
-
-@builtin
-def tcgen05_commit(mbarrier, cta_group=1, *, _ctx):
-    """``tcgen05.commit...mbarrier::arrive::one``: the mbarrier at the shared
-    pointer ``mbarrier`` gets one arrival when this thread's prior async
-    tcgen05 ops complete."""
-    _need_sm100(_ctx, "tcgen05_commit")
-    _ctx.builder.create("nv.tcgen05.commit", [_shared_ptr(mbarrier, "tcgen05_commit")], [],
-                        {"cta_group": _cta(cta_group)})
 
 
 # -- seed spelling: load_async / wait_load / store_async / wait_stores ---------
@@ -447,7 +63,7 @@ def wait_load(pending, *, _ctx):
     through the wait)."""
     if not isinstance(pending, TmemLoad):
         raise LangError(f"wait_load takes the result of load_async, got {pending!r}")
-    from .fragment import Fragment, PackedFragment
+    from ..fragment import Fragment, PackedFragment
 
     regs = tcgen05_wait_ld(pending.values, _ctx=_ctx)
     access = pending.access
@@ -461,7 +77,7 @@ def wait_load(pending, *, _ctx):
 def store_async(access, values, taddr=None, *, _ctx):
     """Start ``access``'s ``tcgen05.st`` of ``values`` (a tuple of 32-bit
     registers, or a ``TmemLoad`` whose ownership matches)."""
-    from .fragment import Fragment, PackedFragment
+    from ..fragment import Fragment, PackedFragment
 
     if isinstance(values, TmemLoad):
         if values.access.ownership != access.ownership or values.access.dtype != access.dtype:
@@ -474,7 +90,7 @@ def store_async(access, values, taddr=None, *, _ctx):
         if isinstance(values, PackedFragment):
             values = values.words
         else:
-            rt = _reg_type(access)
+            rt = register_type(access)
             values = [L.cast(v, access.dtype, _ctx=_ctx) for v in values.values]
             values = [v if v.type == rt else _ctx.builder.value("arith.bitcast", [v], rt) for v in values]
     tcgen05_st(access, values, taddr, _ctx=_ctx)
@@ -495,7 +111,7 @@ def wait_stores(*, _ctx):
 # ``(N / cta_group, K)`` (with ``cta_group::2`` each CTA of the pair holds
 # half of A and half of B at the same shared-memory offset).
 
-from .operands import OperandA, OperandB  # noqa: E402  (plain role markers)
+from ..operands import OperandA, OperandB  # noqa: E402  (plain role markers)
 
 
 def _role(role) -> str:
@@ -517,7 +133,7 @@ def _layout_extents(lay) -> tuple:
     shape = lay.shape
     if type(shape) is not tuple:
         return (shape,)
-    from ..layouts import inttuple as it
+    from ...layouts import inttuple as it
 
     return tuple(it.product(x) for x in shape)
 
@@ -568,7 +184,7 @@ def smem_operand(atom: Tcgen05MMA, role, layout, origin=(0, 0)) -> SmemOperand:
     """
     import numpy as np
 
-    from ..layouts import ComposedLayout, Layout, compose, swizzled_structure, swizzled_structure_reason
+    from ...layouts import ComposedLayout, Layout, compose, swizzled_structure, swizzled_structure_reason
 
     r = _role(role)
     what = f"tcgen05_operand({'OperandA' if r == 'A' else 'OperandB'})"
@@ -632,7 +248,7 @@ def smem_operand(atom: Tcgen05MMA, role, layout, origin=(0, 0)) -> SmemOperand:
 
 
 def offsets_table_of(layout):
-    from ..layouts import offsets_table
+    from ...layouts import offsets_table
 
     return offsets_table(layout)
 
@@ -649,8 +265,8 @@ def tmem_operand_address(atom: Tcgen05MMA, tile, origin=(0, 0)):
     layouts D / A of the PTX ISA)."""
     import numpy as np
 
-    from ..layouts import window
-    from .tmem import LANES, TmemTile, tmem_offset_structure
+    from ...layouts import window
+    from ..tmem import LANES, TmemTile, tmem_offset_structure
 
     what = "tcgen05_operand(OperandA, TmemTile)"
     if not isinstance(tile, TmemTile):
@@ -660,7 +276,7 @@ def tmem_operand_address(atom: Tcgen05MMA, tile, origin=(0, 0)):
     if (atom.m, atom.cta_group) not in ((128, 1), (256, 2)):
         raise ValueError(f"{what}: A in TMEM is modelled for M = 128 (cta_group::1) and M = 256 (cta_group::2); "
                          f"M = {atom.m} with cta_group::{atom.cta_group} uses a data-path layout tylo does not model")
-    if _name(tile.dtype) != _name(atom.a_dtype):
+    if dtype_name(tile.dtype) != dtype_name(atom.a_dtype):
         raise ValueError(f"{what}: the tile holds {tile.dtype}, the plan's A is {atom.a_dtype}")
     rows, k = operand_shape(atom, OperandA)
     view = window(tile, tuple(origin), (rows, k))
@@ -674,11 +290,11 @@ def tmem_operand_address(atom: Tcgen05MMA, tile, origin=(0, 0)):
     p0 = int(pos[0, 0])
     if not np.array_equal(pos, np.broadcast_to(p0 + np.arange(k)[None, :], pos.shape)) or p0 % per:
         raise ValueError(f"{what}: K must run along consecutive positions of each lane from a whole word")
-    from .tmem import sum_skipping_zeros
+    from ..tmem import sum_skipping_zeros
 
     addr = sum_skipping_zeros(tile.address, p0 // per)
     if not (type(extra) is int and extra == 0):
-        from .tmem import known_multiple
+        from ..tmem import known_multiple
 
         if known_multiple(extra) % (LANES * per):
             raise ValueError(f"{what}: a runtime origin on a 16-bit tile must be a provable multiple of 2 "
@@ -708,12 +324,12 @@ def accumulator(atom: Tcgen05MMA, address=0):
     >>> accumulator(Tcgen05MMA((128, 64), bf16, bf16, f32))
     TmemTile(f32, 0, (128,64):(1,128))
     """
-    from ..layouts import Layout
-    from .tmem import TmemTile
+    from ...layouts import Layout
+    from ..tmem import TmemTile
 
     if not isinstance(atom, Tcgen05MMA):
         raise ValueError(f"accumulator: expected a Tcgen05MMA plan, got {atom!r}")
-    acc = _name(atom.acc_dtype)
+    acc = dtype_name(atom.acc_dtype)
     if acc not in ("f32", "i32"):
         raise ValueError(f"accumulator: {acc} accumulators (two per TMEM word) are not modelled; use f32")
     n = atom.n
@@ -762,11 +378,11 @@ def tcgen05_operand(atom, role, tile, origin=(0, 0), taddr=None, *, _ctx):
     may be runtime, see ``smem_operand``); or, for A, a ``TmemTile`` -> its
     TMEM address (plus the runtime base ``taddr``).
     """
-    from .tiles import Tile, _add as _tadd, _coord_value
-    from .tmem import TmemTile
-    from .indexing import unwrap
+    from ..tiles import Tile, _add as _tadd, _coord_value
+    from ..tmem import TmemTile
+    from ..indexing import unwrap
 
-    _need_sm100(_ctx, "tcgen05_operand")
+    require_sm100a(_ctx, "tcgen05_operand")
     if not isinstance(atom, Tcgen05MMA):
         raise LangError(f"tcgen05_operand needs a Tcgen05MMA plan, got {atom!r}")
     try:
@@ -778,20 +394,20 @@ def tcgen05_operand(atom, role, tile, origin=(0, 0), taddr=None, *, _ctx):
         if r != "A":
             raise LangError("tcgen05_operand: only A may come from tensor memory; B is always a shared tile")
         try:
-            from .indexing import wrap_tree
+            from ..indexing import wrap_tree
 
             addr = tmem_operand_address(atom, tile, wrap_tree(_ctx, origin))
         except ValueError as e:
             raise LangError(str(e)) from None
-        v = _as_u32(_ctx, addr, "the operand's TMEM address")
+        v = u32_operand(_ctx, addr, "the operand's TMEM address")
         if taddr is not None:
-            v = L.binary(_ctx, "+", _as_u32(_ctx, taddr, "taddr"), v)
+            v = L.binary(_ctx, "+", u32_operand(_ctx, taddr, "taddr"), v)
         return Tcgen05Operand(atom, r, v, True)
     if not isinstance(tile, Tile) or tile.space != "shared":
         raise LangError(f"tcgen05_operand: expected a shared-memory tile (tylo.SharedTile) or, for A, a TmemTile; "
                         f"got {tile!r}")
     want = atom.a_dtype if r == "A" else atom.b_dtype
-    if _name(tile.dtype) != _name(want):
+    if dtype_name(tile.dtype) != dtype_name(want):
         raise LangError(f"tcgen05_operand: the tile holds {tile.dtype}, the plan's {r} is {want}")
     if not all(type(o) is int and o == 0 for o in tile.origin):
         raise LangError("tcgen05_operand: pass the whole shared tile (origin 0) and give the operand's origin "
@@ -812,7 +428,7 @@ def tcgen05_operand(atom, role, tile, origin=(0, 0), taddr=None, *, _ctx):
         full = tuple(_coord_value(_ctx, _tadd(0, o), T.i32) for o in origin)
         off = unwrap(inner(full))
     ptr = tile.ptr if (type(off) is int and off == 0) else L.offset(_ctx, tile.ptr, off)
-    from .address import shared_address
+    from ..address import shared_address
 
     addr = shared_address(ptr, _ctx=_ctx)
     field = L.binary(_ctx, "&", L.binary(_ctx, ">>", addr, 4), 0x3FFF)
@@ -821,20 +437,20 @@ def tcgen05_operand(atom, role, tile, origin=(0, 0), taddr=None, *, _ctx):
 
 
 def _d_address(ctx, atom, d, taddr):
-    from .tmem import TmemTile
+    from ..tmem import TmemTile
 
     if isinstance(d, TmemTile):
         try:
             expect = accumulator(atom, d.address)
         except ValueError as e:
             raise LangError(str(e).replace("accumulator:", "mma:")) from None
-        if _name(d.dtype) != _name(atom.acc_dtype) or d.shape != expect.shape or repr(d.layout) != repr(expect.layout):
+        if dtype_name(d.dtype) != dtype_name(atom.acc_dtype) or d.shape != expect.shape or repr(d.layout) != repr(expect.layout):
             raise LangError(f"mma: D must be the accumulator tile of the plan ({expect!r}), got {d!r}")
-        v = _as_u32(ctx, d.address, "the accumulator address")
+        v = u32_operand(ctx, d.address, "the accumulator address")
     else:
-        v = _as_u32(ctx, d, "D (a TMEM address)")
+        v = u32_operand(ctx, d, "D (a TMEM address)")
     if taddr is not None:
-        v = L.binary(ctx, "+", _as_u32(ctx, taddr, "taddr"), v)
+        v = L.binary(ctx, "+", u32_operand(ctx, taddr, "taddr"), v)
     return v
 
 
@@ -846,7 +462,7 @@ def mma_tcgen05(atom, d, a, b, accumulate=True, taddr=None, *, _ctx):
     predicate; False overwrites D); ``taddr``: runtime TMEM base added to the
     accumulator's (allocation-relative) address.  One thread issues it; its
     completion is observed through ``commit_mma``."""
-    _need_sm100(_ctx, "mma")
+    require_sm100a(_ctx, "mma")
     if not isinstance(atom, Tcgen05MMA):
         raise LangError(f"mma: expected a Tcgen05MMA plan, got {atom!r}")
     for name, x, role in (("a", a, "A"), ("b", b, "B")):
@@ -866,8 +482,6 @@ def _tylo_mma(self, ctx, d, a, b, accumulate=True, taddr=None):
 Tcgen05MMA.__tylo_mma__ = _tylo_mma
 
 
-
-
 @builtin
 def commit_mma(barrier, cta_group=1, cta_mask=None, *, _ctx):
     """``tcgen05.commit``: one arrival on ``barrier`` (a shared mbarrier) when this
@@ -875,16 +489,12 @@ def commit_mma(barrier, cta_group=1, cta_mask=None, *, _ctx):
     16-bit mask of CTAs in the cluster, compile-time or runtime) the
     ``.multicast::cluster`` form signals the mbarrier at the same offset in
     each of those CTAs (the CTA-pair pattern of ``cta_group::2``)."""
-    _need_sm100(_ctx, "commit_mma")
+    require_sm100a(_ctx, "commit_mma")
     if cta_mask is None:
         tcgen05_commit(barrier, cta_group, _ctx=_ctx)
         return
     if isinstance(cta_mask, int) and not 0 < cta_mask < (1 << 16):
         raise LangError(f"commit_mma: cta_mask must be a nonzero 16-bit mask, got {cta_mask!r}")
     m = L.to_value(_ctx, cta_mask, T.u16) if isinstance(cta_mask, int) else L.cast(cta_mask, T.u16, _ctx=_ctx)
-    _ctx.builder.create("nv.tcgen05.commit_multicast", [_shared_ptr(barrier, "commit_mma"), m], [],
-                        {"cta_group": _cta(cta_group)})
-
-
-__all__ += ["OperandA", "OperandB", "operand_shape", "SmemOperand", "smem_operand", "tmem_operand_address",
-            "accumulator", "Tcgen05Operand", "tcgen05_operand", "mma_tcgen05", "commit_mma"]
+    _ctx.builder.create("nv.tcgen05.commit_multicast", [shared_pointer_operand(barrier, "commit_mma"), m], [],
+                        {"cta_group": checked_cta_group(cta_group)})
