@@ -37,14 +37,13 @@ import numpy as np
 
 from ..layouts import ComposedLayout, Layout, Ownership, View, fit_tv_layout, permutedims, window
 from ..layouts.recognise import offsets_table
+from ..ir.nv.tmem import ATOMS, COLUMNS, LANES, TransferAtom  # ISA data of the TMEM ops, re-exported
 
 __all__ = [
     "LANES", "COLUMNS", "TmemTile", "TmemTransfer", "TmemAccess", "ATOMS", "TransferAtom",
     "partition", "reinterpret_tile", "tmem_location", "words_per_element", "slots_per_word", "known_multiple",
 ]
 
-LANES = 128
-COLUMNS = 512
 
 
 def _is_int(x) -> bool:
@@ -271,50 +270,6 @@ def reinterpret_tile(dtype, tile: TmemTile, axis=None) -> TmemTile:
                 "steps by whole positions"
             )
     return TmemTile(dtype, tile.address, Layout(tuple(new_shape), tuple(new_strides)), new_off)
-
-
-# --------------------------------------------------------------------------
-# transfer atoms (the tcgen05.ld / tcgen05.st data-path shapes)
-
-
-@dataclass(frozen=True)
-class TransferAtom:
-    """One ``tcgen05.ld/st`` shape: ``lanes`` TMEM lanes, ``words`` 32-bit
-    columns per lane per repetition, ``regs`` registers per thread per
-    repetition, ``max_num`` the largest ``.num``; ``where(t, k, num)`` gives
-    (lane, word) of register ``k`` of thread ``t`` (ISA data-path figures /
-    CuTe ``SM100_TMEM_LOAD_*`` traits)."""
-
-    name: str
-    lanes: int
-    words: int
-    regs: int
-    max_num: int
-
-    def where(self, t: int, k: int, num: int, split: int = 0) -> tuple[int, int]:
-        n = self.name
-        if n == "32x32b":
-            return t, k
-        if n == "16x64b":  # thread t: lane t//4 + 8*(t%2), word 2*rep + (t//2)%2
-            return t // 4 + 8 * (t % 2), 2 * k + (t // 2) % 2
-        if n == "16x128b":  # r0 lane t//4, r1 lane t//4+8; word 4*rep + t%4
-            rep, r = divmod(k, 2)
-            return t // 4 + 8 * r, 4 * rep + t % 4
-        if n == "16x256b":  # r0,r1 lane t//4 words 2(t%4)+{0,1}; r2,r3 lane t//4+8
-            rep, r = divmod(k, 4)
-            return t // 4 + 8 * (r // 2), 8 * rep + 2 * (t % 4) + r % 2
-        if n == "16x32bx2":  # threads 0-15 first half, 16-31 second half at +split
-            return t % 16, k + (t // 16) * split
-        raise AssertionError(n)
-
-
-ATOMS = {
-    "32x32b": TransferAtom("32x32b", 32, 1, 1, 128),
-    "16x64b": TransferAtom("16x64b", 16, 2, 1, 128),
-    "16x128b": TransferAtom("16x128b", 16, 4, 2, 64),
-    "16x256b": TransferAtom("16x256b", 16, 8, 4, 32),
-    "16x32bx2": TransferAtom("16x32bx2", 16, 2, 1, 128),  # two 16x32b halves
-}
 
 
 @dataclass(frozen=True)

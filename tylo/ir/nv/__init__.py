@@ -5,9 +5,9 @@ the feature modules; each has its namesake in ``tylo/lang``, ``tylo/codegen/ptx`
 ``tylo/interpreter`` (a test holds the layers to it). ``address`` is shared by several
 features (matrix descriptors, TMEM allocation) rather than a feature of its own.
 """
-from . import address, copy, fence, mbarrier, mma, sync, tcgen05, tma, wgmma  # noqa: F401 - define the ops
+from . import address, copy, fence, mbarrier, mma, sync, tcgen05, tma, tmem, wgmma  # noqa: F401 - define the ops
 
-FEATURES = ("copy", "mma", "tma", "mbarrier", "fence", "sync", "wgmma", "tcgen05")
+FEATURES = ("copy", "mma", "tma", "mbarrier", "fence", "sync", "wgmma", "tmem", "tcgen05")
 SHARED_MODULES = ("address",)
 
 __all__ = ["FEATURES", "SHARED_MODULES"]

@@ -1,10 +1,9 @@
-"""Blackwell tensor memory and MMA (sm_100a): ``nv.tcgen05.*``.
+"""Blackwell tensor-core MMA (sm_100a): ``nv.tcgen05.mma``, ``commit``, the thread-sync fences,
+and the descriptors the MMA reads.
 
-TMEM addresses are 32-bit integers (lane << 16 | column); alloc and commit write to shared
-memory (the allocated address, an mbarrier arrival). ``ld``/``st`` move ``num`` repetitions
-of a ``shape`` access (``32x32b``, ``16x64b``, ``16x128b``, ``16x256b``, ``16x32bx2``) between
-TMEM and the registers of a warp; ``wait_ld`` passes the loaded registers through, which is the
-compiler dependency keeping their uses after the wait.
+The TMEM ops (alloc, ld, st and their waits; also spelled ``nv.tcgen05.*`` as in PTX) are in
+``tylo.ir.nv.tmem``. TMEM addresses are 32-bit integers (lane << 16 | column); commit writes an
+mbarrier arrival to shared memory.
 """
 from __future__ import annotations
 
@@ -14,7 +13,7 @@ from ..ops import define_ops
 from ..types import PointerType
 from .bitfields import descriptor_offset_field, pack_fields
 
-__all__ = ["DEFINITIONS", "TCGEN05_IDESC_FIELDS", "TCGEN05_SMEM_DESCRIPTOR_FIELDS", "TCGEN05_SWIZZLE_MODES",
+__all__ = ["DEFINITIONS", "tmem_address_error", "shared_pointer_error", "TCGEN05_IDESC_FIELDS", "TCGEN05_SMEM_DESCRIPTOR_FIELDS", "TCGEN05_SWIZZLE_MODES",
            "tcgen05_smem_descriptor"]
 
 # -- descriptors (the idesc and the 64-bit operands of nv.tcgen05.mma) -------------------------------
@@ -94,13 +93,15 @@ def _u32(v) -> bool:
     return isinstance(v.type, T.ScalarType) and v.type.is_int and v.type.bits == 32
 
 
-def _check_addr(op):
+def tmem_address_error(op):
+    """Why ``op``'s first operand is not a TMEM address (a 32-bit integer), or None."""
     if not op.operands or not _u32(op.operands[0]):
         return "the TMEM address must be a 32-bit integer"
     return None
 
 
-def _check_alloc(op):
+def shared_pointer_error(op):
+    """Why ``op``'s single operand is not a shared-memory pointer (where alloc/commit write), or None."""
     (p,) = op.operands
     if not isinstance(p.type, PointerType) or p.type.space != "shared":
         return "tcgen05.alloc writes the address to a shared-memory pointer"
@@ -118,12 +119,6 @@ def _check_mma(op):
     return None
 
 
-def _check_wait_ld(op):
-    if [v.type for v in op.operands] != [r.type for r in op.results]:
-        return "wait_ld passes its registers through unchanged"
-    return None
-
-
 def _check_commit_mc(op):
     p, mask = op.operands
     if not isinstance(p.type, PointerType) or p.type.space != "shared":
@@ -134,23 +129,9 @@ def _check_commit_mc(op):
 
 
 _CTA = Attr("cta_group", (int,))
-_ACCESS = (Attr("shape", (str,)), Attr("num", (int,)), Attr("pack", (bool,)), Attr("split", (int,), False))
 _CONV = dict(convergent=True, memory="read_write")
 
 DEFINITIONS = define_ops(
-    OpDef("nv.tcgen05.alloc", 1, 0, False, _check_alloc, (_CTA, Attr("columns", (int,))),
-          doc="dst (*shared): tcgen05.alloc.cta_group::N.sync.aligned.shared::cta.b32", **_CONV),
-    OpDef("nv.tcgen05.dealloc", 1, 0, False, _check_addr, (_CTA, Attr("columns", (int,))),
-          doc="taddr: tcgen05.dealloc", **_CONV),
-    OpDef("nv.tcgen05.relinquish_alloc_permit", 0, 0, False, attrs=(_CTA,),
-          doc="tcgen05.relinquish_alloc_permit", **_CONV),
-    OpDef("nv.tcgen05.ld", 1, None, False, _check_addr, _ACCESS,
-          doc="taddr -> registers: tcgen05.ld.sync.aligned.<shape>.x<num>.b32", **_CONV),
-    OpDef("nv.tcgen05.st", None, 0, False, _check_addr, _ACCESS,
-          doc="taddr, *registers: tcgen05.st.sync.aligned.<shape>.x<num>.b32", **_CONV),
-    OpDef("nv.tcgen05.wait_ld", None, None, False, _check_wait_ld,
-          doc="*registers -> registers: tcgen05.wait::ld", **_CONV),
-    OpDef("nv.tcgen05.wait_st", 0, 0, False, doc="tcgen05.wait::st", **_CONV),
     OpDef("nv.tcgen05.fence_before", 0, 0, False, memory="read_write",
           doc="tcgen05.fence::before_thread_sync"),
     OpDef("nv.tcgen05.fence_after", 0, 0, False, memory="read_write",
@@ -158,7 +139,7 @@ DEFINITIONS = define_ops(
     OpDef("nv.tcgen05.mma", 5, 0, False, _check_mma,
           (Attr("kind", (str,)), _CTA, Attr("a_tmem", (bool,))), memory="read_write",
           doc="d_taddr, a, b_desc, idesc, enable_input_d: tcgen05.mma.cta_group::N.kind::K"),
-    OpDef("nv.tcgen05.commit", 1, 0, False, _check_alloc, (_CTA,), memory="read_write",
+    OpDef("nv.tcgen05.commit", 1, 0, False, shared_pointer_error, (_CTA,), memory="read_write",
           doc="bar: tcgen05.commit...mbarrier::arrive::one"),
     OpDef("nv.tcgen05.commit_multicast", 2, 0, False, _check_commit_mc, (_CTA,), memory="read_write",
           doc="bar, cta mask u16: tcgen05.commit...multicast::cluster"),
