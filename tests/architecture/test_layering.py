@@ -118,3 +118,36 @@ def test_no_private_names_imported_across_modules():
                 if n.startswith("_") and not n.startswith("__") and (target, n) not in ELSEWHERE:
                     bad.append(f"{name} imports {n} from {target}")
     assert not bad, "\n".join(bad)
+
+
+def test_ops_are_defined_only_in_tylo_ir():
+    bad = []
+    for path in sorted(ROOT.rglob("*.py")):
+        if path.is_relative_to(ROOT / "ir"):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call):
+                fn = node.func
+                name = fn.id if isinstance(fn, ast.Name) else fn.attr if isinstance(fn, ast.Attribute) else ""
+                if name in ("register_op", "define_ops", "OpDef"):
+                    bad.append(f"{path.relative_to(ROOT)}:{node.lineno} calls {name}")
+    assert not bad, "op definitions outside tylo/ir:\n" + "\n".join(bad)
+
+
+def test_ir_is_complete_without_lang():
+    """In a fresh process that loads tylo.ir without tylo's package init (so nothing imports lang),
+    OPS already holds every op the full package knows."""
+    import subprocess
+    import sys
+
+    from tylo.ir import OPS
+
+    code = (
+        "import sys, types\n"
+        f"pkg = types.ModuleType('tylo'); pkg.__path__ = [{str(ROOT)!r}]; sys.modules['tylo'] = pkg\n"
+        "import tylo.ir\n"
+        "assert not [m for m in sys.modules if m.startswith(('tylo.lang', 'tylo.frontend', 'tylo.codegen'))]\n"
+        "print(' '.join(sorted(tylo.ir.OPS)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == sorted(OPS)
