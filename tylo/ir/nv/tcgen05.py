@@ -136,8 +136,9 @@ DEFINITIONS = define_ops(
           doc="tcgen05.fence::before_thread_sync"),
     OpDef("nv.tcgen05.fence_after", 0, 0, False, memory="read_write",
           doc="tcgen05.fence::after_thread_sync"),
+    # issued by one thread, but lowered as convergent asm: LLVM must not duplicate it into branches
     OpDef("nv.tcgen05.mma", 5, 0, False, _check_mma,
-          (Attr("kind", (str,)), _CTA, Attr("a_tmem", (bool,))), memory="read_write",
+          (Attr("kind", (str,)), _CTA, Attr("a_tmem", (bool,))), convergent=True, memory="read_write",
           doc="d_taddr, a, b_desc, idesc, enable_input_d: tcgen05.mma.cta_group::N.kind::K"),
     OpDef("nv.tcgen05.commit", 1, 0, False, shared_pointer_error, (_CTA,), memory="read_write",
           doc="bar: tcgen05.commit...mbarrier::arrive::one"),
