@@ -249,7 +249,7 @@ def _binding(plan, array, where=None):
     if b is None:
         if len(_BINDINGS) >= 16:     # bindings keep their arrays alive
             _BINDINGS.clear()
-        b = _BINDINGS[key] = tma.prepare_tma(plan, array)
+        b = _BINDINGS[key] = tylo.prepare_tma(plan, array)
     return b
 
 

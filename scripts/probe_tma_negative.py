@@ -26,12 +26,12 @@ R, C = t.ragged_shape(plan)
 origin = [t._logical(plan, a, b)]
 if kind == "load":
     host = t._fresh(rng, plan, (R, C))
-    binding = tma.prepare_tma(plan, rt.to_device(host))
+    binding = tylo.prepare_tma(plan, rt.to_device(host))
     t.check_loads(binding, host, origin, t.run_loads(binding, origin, per_cta=1))
 else:
     poisoned = t._poisoned(plan, (R, C))
     y = rt.to_device(poisoned)
-    out = tma.prepare_tma(plan, y)
+    out = tylo.prepare_tma(plan, y)
     logical, shared = t.store_values(rng, plan, 1)
     keep = t.run_stores(out, shared, origin, per_cta=1)
     want, _ = t.expected_after_stores(out, poisoned, logical, origin)

@@ -32,6 +32,7 @@ from .lang.wgmma import *  # noqa: F401,F403 - WGMMA plans, descriptors and buil
 from .jit import CompiledKernel, JITFunction, func, jit
 from .runtime.errors import CudaError
 from .runtime.arrays import DeviceArray, empty, to_device, zeros
+from .runtime.tma_binding import TMABinding, prepare_tma
 
 min = minimum  # noqa: A001 - tylo.min / tylo.max inside kernels
 max = maximum  # noqa: A001
@@ -53,6 +54,6 @@ __all__ = [
     "store_bounded", "TmemTile", "TmemTransfer", "partition", "reinterpret_tile", "tmem_location", "Tcgen05MMA",
     "fence_after_thread_sync", "fence_before_thread_sync", "load_async", "store_async", "tmem_alloc",
     "tmem_dealloc", "tmem_relinquish_alloc_permit", "wait_load", "wait_stores", "tcgen05_operand", "accumulator",
-    "commit_mma", "swizzled_structure",
+    "commit_mma", "swizzled_structure", "TMABinding", "prepare_tma",
     *_mbarrier.__all__, *_tma.__all__, *_wgmma.__all__,
 ]

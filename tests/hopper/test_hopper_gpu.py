@@ -60,7 +60,7 @@ def test_tma_load_matches_shared_layout(plan):
     arr_shape = (3 * plan.outer + 5, 2 * plan.inner)
     host = (rng.integers(1, 100, size=arr_shape)).astype(npdt)
     x = rt.to_device(host)
-    binding = tma.prepare_tma(plan, x)
+    binding = tylo.prepare_tma(plan, x)
     dmap = _descriptor_on_device(binding)
     n = int(np.prod(plan.shape))
     L = tma.shared_layout(plan)
@@ -116,7 +116,7 @@ def test_wgmma_m64n64_k64_on_tma_tiles():
     B = rng.standard_normal((64, 64)).astype(ml_dtypes.bfloat16)    # (n, k) row-major: K-major B
     tile = tma.TMATile(T.bf16, (64, 64), axis=1)
     plan = wg.WGMMA64(T.bf16, n=64, k=16)
-    ba, bb = tma.prepare_tma(tile, rt.to_device(A)), tma.prepare_tma(tile, rt.to_device(B))
+    ba, bb = tylo.prepare_tma(tile, rt.to_device(A)), tylo.prepare_tma(tile, rt.to_device(B))
     ma, mbb = _descriptor_on_device(ba), _descriptor_on_device(bb)
     st = swizzled_structure(tma.shared_layout(tile), 2)
     desc_hi = wg.smem_descriptor(st, 0)

@@ -61,7 +61,7 @@ def test_multicast_delivers_the_tile_to_both_ctas():
     a = np.random.default_rng().standard_normal((64, 64)).astype(ml_dtypes.bfloat16)
     da = tylo.to_device(a)
     out = tylo.to_device(np.full(256, np.nan, np.float32))
-    multicast_load.launch(out, tma.prepare_tma(PLAN, da), grid=2, block=128, cluster=(2, 1, 1))
+    multicast_load.launch(out, tylo.prepare_tma(PLAN, da), grid=2, block=128, cluster=(2, 1, 1))
     got = out.to_host()
     assert not np.isnan(got).any()
     np.testing.assert_array_equal(got[:128], got[128:])           # the same bytes landed in both CTAs

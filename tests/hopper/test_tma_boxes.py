@@ -115,7 +115,7 @@ def test_four_box_tile_round_trip_and_mn_major_wgmma_on_the_gpu():
     dst = tylo.to_device(np.full((K_ROWS, N_COLS), poison, ml_dtypes.bfloat16))
     plan = TMATile(bf16, (64, 64))
     s_dev = tylo.to_device(src)
-    boxes_kernel[1, 128](out, tma.prepare_tma(plan, s_dev), tma.prepare_tma(plan, dst), N0=N0)
+    boxes_kernel[1, 128](out, tylo.prepare_tma(plan, s_dev), tylo.prepare_tma(plan, dst), N0=N0)
     t = src.astype(np.float64)[8:72, N0:N0 + 256]            # (k, n) as loaded
     np.testing.assert_array_equal(out.to_host(), t[:, :64].T @ t)   # A (m, k) = t[:, m], B (n, k) = t[:, n]
     want = np.full((K_ROWS, N_COLS), poison, ml_dtypes.bfloat16)

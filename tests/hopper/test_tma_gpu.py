@@ -406,7 +406,7 @@ def test_tma_load(plan):
     R, C = ragged_shape(plan)
     host = _fresh(rng, plan, (R, C))
     x = rt.to_device(host)
-    binding = tma.prepare_tma(plan, x)
+    binding = tylo.prepare_tma(plan, x)
     assert binding.rank == 2 and binding.bounds == _logical(plan, R, C)
     origins = load_origins(plan, R, C)
     check_loads(binding, host, origins, run_loads(binding, origins, per_cta=3))
@@ -427,7 +427,7 @@ def test_tma_store(plan):
     R, C = ragged_shape(plan)
     poisoned = _poisoned(plan, (R, C))
     y = rt.to_device(poisoned)
-    binding = tma.prepare_tma(plan, y)
+    binding = tylo.prepare_tma(plan, y)
     origins = store_origins(plan, R, C)
     for _ in range(2):
         logical, shared = store_values(rng, plan, len(origins))
@@ -457,7 +457,7 @@ def test_tma_load_3d_batches(plan):
     R, C = ragged_shape(plan)
     host = _fresh(rng, plan, (BATCH, R, C))
     x = rt.to_device(host)
-    binding = tma.prepare_tma(plan, x)
+    binding = tylo.prepare_tma(plan, x)
     assert binding.rank == 3 and binding.bounds == _logical(plan, R, C, BATCH)
     O, W = plan.outer, plan.inner
     origins = [_logical(plan, 0, 0, 0), _logical(plan, O, W, 1), _logical(plan, 2 * O + 8, 0, 2),
@@ -475,7 +475,7 @@ def test_tma_store_3d_batches(plan):
     R, C = ragged_shape(plan)
     poisoned = _poisoned(plan, (BATCH, R, C))
     y = rt.to_device(poisoned)
-    binding = tma.prepare_tma(plan, y)
+    binding = tylo.prepare_tma(plan, y)
     O, W = plan.outer, plan.inner
     origins = [_logical(plan, 0, 0, 0), _logical(plan, 0, 0, 1), _logical(plan, O, W, 1),
                _logical(plan, 3 * O, 2 * W, 2), _logical(plan, O + 3, 0, 2), _logical(plan, 0, 0, BATCH)]
@@ -507,7 +507,7 @@ def test_tma_load_clips_at_bounds(plan, rank):
     host = _fresh(rng, plan, shape)
     x = rt.to_device(host)
     bounds = _bounds(plan, R, C, None if rank == 2 else BATCH)
-    binding = tma.prepare_tma(plan, x, bounds=bounds)
+    binding = tylo.prepare_tma(plan, x, bounds=bounds)
     assert binding.bounds == bounds and binding.rank == rank
     O, W, w16 = plan.outer, plan.inner, 16 // plan.elem_bytes
     rb = R - 7                              # the row bound; the column bound is C - 3 = 2W + w16 - 3
@@ -540,7 +540,7 @@ def test_tma_store_clips_at_bounds(plan, rank):
     poisoned = _poisoned(plan, shape)
     y = rt.to_device(poisoned)
     bounds = _bounds(plan, R, C, None if rank == 2 else BATCH)
-    binding = tma.prepare_tma(plan, y, bounds=bounds)
+    binding = tylo.prepare_tma(plan, y, bounds=bounds)
     O, W, w16 = plan.outer, plan.inner, 16 // plan.elem_bytes
     rb, cb = R - 7, C - 3                   # the bounds in (outer, inner) terms
     # straddling the row bound, the column bound, both (the corner); wholly past the row bound
@@ -581,7 +581,7 @@ def test_tma_negative_origins(plan):
     R, C = ragged_shape(plan)
     O, W, w16 = plan.outer, plan.inner, 16 // plan.elem_bytes
     host = _fresh(rng, plan, (R, C))
-    binding = tma.prepare_tma(plan, rt.to_device(host))
+    binding = tylo.prepare_tma(plan, rt.to_device(host))
     origins = [_logical(plan, a, b) for a, b in [(-3, 0), (0, -w16), (-5, -w16), (-O, 0), (0, -W), (O, W)]]
     check_loads(binding, host, origins, run_loads(binding, origins, per_cta=2))
 
@@ -603,8 +603,8 @@ def test_repeated_launches_capture_each_binding():
     R2, C2 = ragged_shape(p2)
     c_host = _fresh(rng, p2, (R2, C2))
     c = rt.to_device(c_host)
-    bindings = [(tma.prepare_tma(p1, a), a_host), (tma.prepare_tma(p2, c), c_host),
-                (tma.prepare_tma(p1, b, bounds=_logical(p1, R - 9, C - 5)), b_host)]
+    bindings = [(tylo.prepare_tma(p1, a), a_host), (tylo.prepare_tma(p2, c), c_host),
+                (tylo.prepare_tma(p1, b, bounds=_logical(p1, R - 9, C - 5)), b_host)]
     pending = []                  # every argument is allocated and filled before the first launch
     for i in range(12):
         binding, host = bindings[i % 3]
@@ -637,10 +637,10 @@ def test_descriptor_reuse_after_the_data_changes(rank):
     shape = (R, C) if rank == 2 else (BATCH, R, C)
     batch = () if rank == 2 else (1,)
     x = rt.to_device(_fresh(rng, plan, shape))
-    src = tma.prepare_tma(plan, x)
+    src = tylo.prepare_tma(plan, x)
     poisoned = _poisoned(plan, shape)
     y = rt.to_device(poisoned)
-    dst = tma.prepare_tma(plan, y)
+    dst = tylo.prepare_tma(plan, y)
     descriptors = (src.descriptor, dst.descriptor)
     load_at = [_logical(plan, a, b, *batch) for a, b in [(0, 0), (3 * plan.outer, 2 * plan.inner)]]
     store_at = [_logical(plan, a, b, *batch) for a, b in [(plan.outer, 0), (3 * plan.outer, 2 * plan.inner)]]

@@ -122,10 +122,10 @@ def test_operand_descriptor_values_on_the_host_encoding():
     # the descriptor's constant part is smem_descriptor(structure, 0); the K step of a K-major
     # 128B bf16 operand is 32 bytes (2 in descriptor units), of an MN-major one 16 rows * 128 B
     plan = wg.WGMMA64(T.bf16, n=64, k=64)
-    st, major, lin, steps = wg._operand_encoding(plan, wg.OperandA(), tma.shared_layout(tma.TMATile(T.bf16, (128, 64))), "t")
+    st, major, lin, steps = wg.operand_encoding(plan, wg.OperandA(), tma.shared_layout(tma.TMATile(T.bf16, (128, 64))), "t")
     assert (major, steps) == ("K", (0, 16, 32, 48))
     mn = tylo.permutedims(tma.shared_layout(tma.TMATile(T.bf16, (64, 64))), (1, 0))
-    st, major, lin, steps = wg._operand_encoding(plan, wg.OperandB(), mn, "t")
+    st, major, lin, steps = wg.operand_encoding(plan, wg.OperandB(), mn, "t")
     assert (major, steps) == ("MN", (0, 1024, 2048, 3072))
 
 

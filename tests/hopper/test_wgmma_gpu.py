@@ -285,14 +285,14 @@ def _run_product(case, consts, seed):
     if a_src == "REG":
         a_arg = rt.to_device(A.astype(_np(dt)))                                   # (64, k) row-major
     elif a_src == "MN":
-        a_arg = tma.prepare_tma(a_tile, rt.to_device(_padded(A.T, (k, w), dt)))  # (k, 64): M contiguous
+        a_arg = tylo.prepare_tma(a_tile, rt.to_device(_padded(A.T, (k, w), dt)))  # (k, 64): M contiguous
     else:
-        a_arg = tma.prepare_tma(a_tile, rt.to_device(_padded(A, (64, w), dt)))   # (64, w): NaN past K
+        a_arg = tylo.prepare_tma(a_tile, rt.to_device(_padded(A, (64, w), dt)))   # (64, w): NaN past K
     if b_mn:
         wide = w * consts["B_BOXES"]
-        b_arg = tma.prepare_tma(b_tile, rt.to_device(_padded(B.T, (k, wide), dt)))  # (k, boxes * w): NaN past N
+        b_arg = tylo.prepare_tma(b_tile, rt.to_device(_padded(B.T, (k, wide), dt)))  # (k, boxes * w): NaN past N
     else:
-        b_arg = tma.prepare_tma(b_tile, rt.to_device(_padded(B, (n, w), dt)))    # (n, w): NaN past K
+        b_arg = tylo.prepare_tma(b_tile, rt.to_device(_padded(B, (n, w), dt)))    # (n, w): NaN past K
     out = rt.to_device(np.full((64, n), np.nan, dtype=np.float32))
     wgmma_product[1, 128](out, a_arg, b_arg, **consts)
     ref = A @ B.T
@@ -375,8 +375,8 @@ def test_accumulator_fragment_epilogue(n, what):
     out_h = rt.to_device(np.full((64, n), np.nan, dtype=np.float16))
     out_i = rt.to_device(np.full((64, n), -(2 ** 31), dtype=np.int32))
     out_red = rt.to_device(np.full((128 * 3 * red,), np.nan, dtype=np.float32))
-    maps = [tma.prepare_tma(at, rt.to_device(A.astype(bf))), tma.prepare_tma(bt, rt.to_device(B.astype(bf))),
-            tma.prepare_tma(vt, rt.to_device(V))]
+    maps = [tylo.prepare_tma(at, rt.to_device(A.astype(bf))), tylo.prepare_tma(bt, rt.to_device(B.astype(bf))),
+            tylo.prepare_tma(vt, rt.to_device(V))]
     accumulator_epilogue[1, 128](out_f, out_bf, out_h, out_i, out_red, *maps, **consts)
 
     S = A @ B.T

@@ -13,9 +13,11 @@ import struct
 from ..ir import types as T
 from ..ir.core import Block, Kernel, Op, Value
 from ..ir.types import PointerType, ScalarType
+from .ptx import core as ptx_core  # the feature modules of codegen/ptx register their lowerings on import
+from .registry import LOWERINGS, lowering
 from .targets import Target
 
-__all__ = ["lower_kernel", "llvm_type", "lowering", "LOWERINGS", "LoweringError"]
+__all__ = ["lower_kernel", "llvm_type", "lowering", "LOWERINGS", "LoweringError", "has_lowering"]
 
 
 class LoweringError(RuntimeError):
@@ -26,21 +28,6 @@ class LoweringError(RuntimeError):
         self.message = message
         self.loc = loc
 
-# Lowerings of hardware ops, registered by the per-feature modules in codegen/ptx/
-# (``@lowering("nv.mma.sync")``). Each takes the ``_Lowering`` and the op.
-LOWERINGS: dict = {}
-
-
-def lowering(op_name: str):
-    """Register ``fn(lowering, op)`` as the LLVM lowering of IR op ``op_name``."""
-
-    def register(fn):
-        if op_name in LOWERINGS:
-            raise ValueError(f"two lowerings for {op_name}")
-        LOWERINGS[op_name] = fn
-        return fn
-
-    return register
 
 
 _SCALAR = {
@@ -90,6 +77,8 @@ class _Lowering:
         self.declares: set[str] = set()
         self.globals: list[str] = []
         self.loop_md: list[int] = []
+
+    llvm_type = staticmethod(llvm_type)  # for the feature lowerings, which do not import the emitter
 
     # -- naming ---------------------------------------------------------------------
     def fresh(self, prefix="t") -> str:
@@ -801,6 +790,11 @@ def lower_kernel(kernel: Kernel, target: Target) -> str:
     return _Lowering(kernel, target).run()
 
 
-# Imported last: the per-feature modules in codegen/ptx/ register their lowerings on import
-# and use ``lowering`` and ``llvm_type`` from this module.
-from .ptx import core as ptx_core  # noqa: E402
+def has_lowering(op_name: str) -> bool:
+    """Whether the emitter lowers IR op ``op_name``: a method of the emitter (core ops), a
+    registered lowering (hardware ops), the math fallback, or a terminator its parent consumes."""
+    if op_name in ("scf.yield", "scf.condition") or op_name in LOWERINGS:
+        return True
+    if hasattr(_Lowering, "op_" + op_name.replace(".", "_")):
+        return True
+    return op_name.startswith("math.")

@@ -1,9 +1,12 @@
 """Reference semantics of the IR on the CPU: ``run(kernel.lower(...), args, grid, block)``.
 
-One module per feature, as in ``lang/`` and ``codegen/ptx/``: ``core`` (scalars, memory, control
-flow, shuffles), ``copy`` (ldmatrix/stmatrix/cp.async), ``mma`` (mma.sync).
+One module per feature, as in ``tylo/ir/nv``, ``lang/`` and ``codegen/ptx/``: ``core`` (scalars,
+memory, control flow, shuffles), ``copy`` (ldmatrix/stmatrix/cp.async), ``mma`` (mma.sync),
+and ``address``, ``mbarrier``, ``fence``, ``sync``, ``tma``, ``wgmma``, ``tmem``, ``tcgen05``, which so far list their ops in
+``NOT_MODELLED`` with the reason (``tylo.interpreter.registry``).
 """
-from . import copy, mma  # noqa: F401 - register the features' semantics
-from .core import InterpreterError, Pointer, run
+from . import address, copy, fence, mbarrier, mma, sync, tcgen05, tma, tmem, wgmma  # noqa: F401 - register the features' semantics
+from .core import InterpreterError, Pointer, has_semantics, run
+from .registry import NOT_MODELLED
 
-__all__ = ["run", "InterpreterError", "Pointer"]
+__all__ = ["run", "InterpreterError", "Pointer", "NOT_MODELLED", "has_semantics"]

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import struct
 
-from .core import HANDLERS, WARP_OPS, InterpreterError, load_bits, store_bits
+from .core import InterpreterError, load_bits, store_bits
+from .registry import THREAD_SEMANTICS, WARP_SEMANTICS
 
 
 def _row_addresses(lanes, num):
@@ -68,8 +69,8 @@ def _cp_async(thread, op, ins, t):
     store_bits(dst, data + bytes(nbytes - valid))
 
 
-WARP_OPS["nv.ldmatrix"] = _ldmatrix
-WARP_OPS["nv.stmatrix"] = _stmatrix
-HANDLERS["nv.cp_async"] = _cp_async
-HANDLERS["nv.cp_async.commit"] = lambda thread, op, ins, t: None
-HANDLERS["nv.cp_async.wait"] = lambda thread, op, ins, t: None
+WARP_SEMANTICS.add("nv.ldmatrix", _ldmatrix)
+WARP_SEMANTICS.add("nv.stmatrix", _stmatrix)
+THREAD_SEMANTICS.add("nv.cp_async", _cp_async)
+THREAD_SEMANTICS.add("nv.cp_async.commit", lambda thread, op, ins, t: None)
+THREAD_SEMANTICS.add("nv.cp_async.wait", lambda thread, op, ins, t: None)

@@ -22,9 +22,11 @@ import numpy as np
 from ..ir import types as T
 from ..ir.core import Block, Kernel, Op
 from ..ir.types import PointerType, ScalarType
-from ..ir.passes import _cdiv, _wrap
+from ..ir.intmath import cdiv as _cdiv, wrap_int as _wrap
+from .registry import NOT_MODELLED, THREAD_SEMANTICS, WARP_SEMANTICS, not_modelled
 
-__all__ = ["run", "InterpreterError", "Pointer", "WARP_OPS", "HANDLERS", "load_bits", "store_bits"]
+__all__ = ["run", "InterpreterError", "Pointer", "WARP_OPS", "HANDLERS", "load_bits", "store_bits", "numpy_dtype",
+           "STRUCTURAL_OPS", "has_semantics"]
 
 
 class InterpreterError(RuntimeError):
@@ -185,12 +187,14 @@ class _Thread:
             for r, bits in zip(op.results, (word & 0xFFFF, word >> 16)):
                 self.set(r, np.array([bits], np.uint16).view(_np_dtype(r.type))[0])
             return
-        handler = _HANDLERS.get(name)
+        handler = HANDLERS.get(name)
         if handler is None:
             if name.startswith("math."):
                 x = ins[0]
                 self.set(op.results[0], _float(t, _MATH[name[5:]](np.float64(x) if t == T.f64 else np.float32(x))))
                 return
+            if name in NOT_MODELLED:
+                raise InterpreterError(f"the interpreter does not model {name} yet: {NOT_MODELLED[name]}")
             raise InterpreterError(f"the interpreter has no semantics for {name}")
         value = handler(self, op, ins, t)
         if op.results:
@@ -396,8 +400,23 @@ def _shfl(machine, op, lanes):
 
 
 # Warp-collective ops: name -> fn(machine, op, {lane: inputs}) -> {lane: results}; feature modules add theirs.
-WARP_OPS = {"nv.shfl": _shfl}
-HANDLERS = _HANDLERS  # thread-local ops: name -> fn(thread, op, inputs, result type) -> value
+WARP_OPS = WARP_SEMANTICS
+WARP_OPS.add("nv.shfl", _shfl)
+HANDLERS = THREAD_SEMANTICS  # thread-local ops: name -> fn(thread, op, inputs, result type) -> value
+for _name, _fn in _HANDLERS.items():
+    HANDLERS.add(_name, _fn)
+numpy_dtype = _np_dtype  # the numpy dtype of an IR scalar type, for the feature modules
+
+# Ops ``_Thread.op`` executes itself (control flow, the CTA barrier, vector memory, unpack2, math.*)
+STRUCTURAL_OPS = frozenset({"scf.if", "scf.for", "scf.while", "scf.yield", "scf.condition", "nv.barrier",
+                            "mem.vload", "mem.vstore", "nv.unpack2"} | {f"math.{fn}" for fn in _MATH})
+not_modelled("the interpreter's pointers are (buffer, offset) pairs with no numeric address", "ptr.to_int",
+             module=__name__)
+
+
+def has_semantics(op_name: str) -> bool:
+    """Whether the interpreter executes IR op ``op_name``."""
+    return op_name in STRUCTURAL_OPS or op_name in HANDLERS or op_name in WARP_OPS
 
 
 def load_bits(ptr: Pointer, nbytes: int) -> bytes:

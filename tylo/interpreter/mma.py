@@ -1,6 +1,6 @@
 """Semantics of ``nv.mma.sync``: D = A @ B + C for one warp, placed through the atom's ownerships.
 
-The operand ownerships are the PTX ISA fragment layouts (``tylo.lang.mma``), checked on an H200 for
+The operand ownerships are the PTX ISA fragment layouts (``tylo.ir.nv.mma``), checked on an H200 for
 every atom against float64 products. Products are exact in float64 and the sum is rounded once to
 the accumulator type (the hardware's internal order may differ in the last bit: compare with a
 tolerance).
@@ -10,8 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..ir import types as T
-from ..lang.mma import MMA_ATOMS, tf32
-from .core import WARP_OPS, InterpreterError, _np_dtype
+from ..ir.nv.mma import MMA_ATOMS, tf32
+from .core import InterpreterError, numpy_dtype
+from .registry import WARP_SEMANTICS
 
 _BY_KEY = {(a.shape, a.types): a for a in MMA_ATOMS}
 
@@ -27,7 +28,7 @@ def _elements(word, dtype, per):
     bits = 32 // per
     raw = np.array([(int(word) >> (bits * i)) & ((1 << bits) - 1) for i in range(per)],
                    dtype=np.uint16 if bits == 16 else np.uint8)
-    return [float(x) if dtype.kind in ("float", "fp8") else int(x) for x in raw.view(_np_dtype(dtype))]
+    return [float(x) if dtype.kind in ("float", "fp8") else int(x) for x in raw.view(numpy_dtype(dtype))]
 
 
 def _gather(lanes, offset, count, dtype, per, ownership, shape):
@@ -62,4 +63,4 @@ def _mma(machine, op, lanes):
     return out
 
 
-WARP_OPS["nv.mma.sync"] = _mma
+WARP_SEMANTICS.add("nv.mma.sync", _mma)

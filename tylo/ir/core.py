@@ -2,8 +2,9 @@
 
 An ``Op`` has operands (``Value``s), results, static attributes and nested
 ``Block``s (for ``scf.if``/``scf.for``/``scf.while``). Every op keeps the
-source ``Location`` it came from. Ops are described by ``OpInfo`` entries in
-``tylo.ir.ops``; the verifier checks each op against its entry.
+source ``Location`` it came from. Ops are described by ``OpDef`` entries in
+``tylo.ir.ops.OPS`` (core ops in ``ir/ops.py``, hardware ops in ``ir/nv``); the verifier checks
+each op against its entry.
 """
 from __future__ import annotations
 

@@ -1,36 +1,41 @@
-"""The op table: every IR op's name, arity, purity and typing rule.
+"""The op table: every IR op's definition (``OpDef``), core ops here, hardware ops in ``ir/nv``.
 
-One ``OpInfo`` per op name. The verifier checks ops against it; the passes
-read ``pure`` (may be removed when unused, may be merged by CSE). Hardware
-features add their ops here under their own prefix (``nv.wgmma.*`` ...).
+One ``OpDef`` per op name (``tylo.ir.opdef``): arity, attribute schema, effects and typing
+rule. The verifier checks ops against it; the passes read ``pure`` (may be removed when
+unused, may be merged by CSE); codegen and the interpreter register a lowering and semantics
+for each (``tylo.ir.registry``). Hardware features define their ops under their own prefix
+(``nv.wgmma.*`` ...) in ``tylo/ir/nv/<feature>.py``; ``tylo.ir`` imports them all, so ``OPS``
+is complete once ``tylo.ir`` is imported.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
-
+from .opdef import Attr, OpDef
 from .types import PointerType, ScalarType, bool_
 
-__all__ = ["OpInfo", "OPS", "op_info", "register_op"]
+__all__ = ["OpDef", "OpInfo", "OPS", "op_info", "define_ops", "register_op"]
+
+OpInfo = OpDef  # the former name of an op definition
+
+OPS: dict[str, OpDef] = {}
 
 
-@dataclass(frozen=True)
-class OpInfo:
-    name: str
-    operands: int | None  # None: variadic
-    results: int | None
-    pure: bool
-    check: Callable | None = None  # check(op) -> error message or None
+def define_ops(*defs: OpDef) -> tuple:
+    """Add op definitions to ``OPS`` (a name is defined once); returns them."""
+    for d in defs:
+        if not isinstance(d, OpDef):
+            raise TypeError(f"define_ops takes OpDef entries, got {d!r}")
+        if d.name in OPS:
+            raise ValueError(f"IR op {d.name} is defined twice")
+        OPS[d.name] = d
+    return defs
 
 
-OPS: dict[str, OpInfo] = {}
+def register_op(name, operands, results, pure, check=None, **fields):
+    """``define_ops(OpDef(name, operands, results, pure, check, **fields))``."""
+    define_ops(OpDef(name, operands, results, pure, check, **fields))
 
 
-def register_op(name, operands, results, pure, check=None):
-    OPS[name] = OpInfo(name, operands, results, pure, check)
-
-
-def op_info(name: str) -> OpInfo:
+def op_info(name: str) -> OpDef:
     try:
         return OPS[name]
     except KeyError:
@@ -123,46 +128,57 @@ def _atomic(op):
     return None
 
 
-for _name in ("arith.add", "arith.sub", "arith.mul", "arith.min", "arith.max"):
-    register_op(_name, 2, 1, True, _same_types)
-register_op("arith.div", 2, 1, True, _float_only)
-register_op("arith.frem", 2, 1, True, _float_only)
-for _name in ("arith.idiv", "arith.irem", "arith.and", "arith.or", "arith.xor"):
-    register_op(_name, 2, 1, True, _int_only)
-register_op("arith.shl", 2, 1, True, _shift)
-register_op("arith.shr", 2, 1, True, _shift)
-register_op("arith.neg", 1, 1, True, _same_types)
-register_op("arith.not", 1, 1, True, _int_only)
-register_op("arith.cmp", 2, 1, True, _cmp)
-register_op("arith.select", 3, 1, True, _select)
-register_op("arith.constant", 0, 1, True)
-register_op("arith.cast", 1, 1, True)
-register_op("arith.bitcast", 1, 1, True)
-for _name in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "sin", "cos", "floor", "ceil", "tanh"):
-    register_op(f"math.{_name}", 1, 1, True, _same_types)
-register_op("math.fma", 3, 1, True, _float_only)
+_RW = dict(memory="read_write")
 
-register_op("ptr.offset", 2, 1, True, _ptr_offset)
-register_op("ptr.to_int", 1, 1, True)
-register_op("ptr.cast", 1, 1, True)  # the same address as a pointer to another element type
-register_op("mem.load", 1, 1, False, _load)
-register_op("mem.store", 2, 0, False, _store)
-register_op("mem.shared_alloc", 0, 1, True)
+define_ops(*(OpDef(n, 2, 1, True, _same_types) for n in ("arith.add", "arith.sub", "arith.mul", "arith.min",
+                                                          "arith.max")))
+define_ops(*(OpDef(n, 2, 1, True, _float_only) for n in ("arith.div", "arith.frem")))
+define_ops(*(OpDef(n, 2, 1, True, _int_only) for n in ("arith.idiv", "arith.irem", "arith.and", "arith.or",
+                                                         "arith.xor")))
+define_ops(
+    OpDef("arith.shl", 2, 1, True, _shift),
+    OpDef("arith.shr", 2, 1, True, _shift),
+    OpDef("arith.neg", 1, 1, True, _same_types),
+    OpDef("arith.not", 1, 1, True, _int_only),
+    OpDef("arith.cmp", 2, 1, True, _cmp, (Attr("pred", (str,)),)),
+    OpDef("arith.select", 3, 1, True, _select),
+    OpDef("arith.constant", 0, 1, True, attrs=(Attr("value", (bool, int, float)),)),
+    OpDef("arith.cast", 1, 1, True),
+    OpDef("arith.bitcast", 1, 1, True),
+)
+define_ops(*(OpDef(f"math.{n}", 1, 1, True, _same_types)
+             for n in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "sin", "cos", "floor", "ceil", "tanh")))
+define_ops(
+    OpDef("math.fma", 3, 1, True, _float_only),
 
-register_op("nv.sreg", 0, 1, True)
-register_op("nv.barrier", 0, 0, False)
-register_op("nv.shfl", 2, 1, False)
-register_op("nv.atomic", None, 1, False, _atomic)
-register_op("nv.assume", 1, 0, False)
-register_op("nv.printf", None, 0, False)
+    OpDef("ptr.offset", 2, 1, True, _ptr_offset),
+    OpDef("ptr.to_int", 1, 1, True),
+    OpDef("ptr.cast", 1, 1, True, doc="the same address as a pointer to another element type"),
+    OpDef("mem.load", 1, 1, False, _load, memory="read"),
+    OpDef("mem.store", 2, 0, False, _store, memory="write"),
+    OpDef("mem.shared_alloc", 0, 1, True, attrs=(Attr("symbol", (str,)),),
+          doc="the base of a static shared array (kernel.attrs['shared'])"),
+    OpDef("mem.vload", 1, None, False, attrs=(Attr("align", (int,)),), memory="read",
+          doc="a vector load: results are the elements"),
+    OpDef("mem.vstore", None, 0, False, attrs=(Attr("align", (int,)),), memory="write",
+          doc="a vector store: ptr, elements"),
 
-register_op("nv.pack2", 2, 1, True)      # two f32 -> one word of bf16x2/f16x2 (attr dtype)
-register_op("nv.unpack2", 1, 2, True)    # one word -> two 16-bit values, low half first
-register_op("mem.vload", 1, None, False)  # a vector load: results are the elements
-register_op("mem.vstore", None, 0, False)  # a vector store: ptr, elements
-
-register_op("scf.if", 1, None, False)
-register_op("scf.for", None, None, False)
-register_op("scf.while", None, None, False)
-register_op("scf.yield", None, 0, False)
-register_op("scf.condition", None, 0, False)
+    OpDef("nv.sreg", 0, 1, True, attrs=(Attr("reg", (str,)),), doc="a special register (tid.x, laneid, ...)"),
+    OpDef("nv.barrier", 0, 0, False, attrs=(Attr("kind", (str,)),), convergent=True, doc="bar.sync 0", **_RW),
+    OpDef("nv.shfl", 2, 1, False, attrs=(Attr("mode", (str,)), Attr("width", (int,))), convergent=True,
+          doc="value, lane or delta: shfl.sync.{mode}"),
+    OpDef("nv.atomic", None, 1, False, _atomic, (Attr("op", (str,)),), doc="ptr, value(s) -> old value", **_RW),
+    OpDef("nv.assume", 1, 0, False, doc="a bool the optimiser may assume true"),
+    OpDef("nv.printf", None, 0, False, attrs=(Attr("format", (str,)),), memory="write", doc="vprintf"),
+    OpDef("nv.pack2", 2, 1, True, attrs=(Attr("dtype", (str,)),),
+          doc="two f32 -> one word of bf16x2/f16x2, low half first"),
+    OpDef("nv.unpack2", 1, 2, True, doc="one word -> two 16-bit values, low half first"),
+)
+# Structured control flow: the effects are those of the ops in their blocks.
+define_ops(
+    OpDef("scf.if", 1, None, False, **_RW),
+    OpDef("scf.for", None, None, False, **_RW),
+    OpDef("scf.while", None, None, False, **_RW),
+    OpDef("scf.yield", None, 0, False),
+    OpDef("scf.condition", None, 0, False),
+)

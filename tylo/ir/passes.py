@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 
 from .core import Block, Kernel, Op, Value
+from .intmath import cdiv as _cdiv, wrap_int as _wrap
 from .ops import op_info
 from .types import ScalarType, bool_
 from .verifier import verify
@@ -37,21 +38,6 @@ def _const(v: Value):
     if isinstance(op, Op) and op.name == "arith.constant":
         return op.attrs["value"]
     return None
-
-
-def _wrap(value: int, t: ScalarType) -> int:
-    if t.is_bool:
-        return bool(value & 1)
-    mask = (1 << t.bits) - 1
-    value &= mask
-    if t.is_signed and value >> (t.bits - 1):
-        value -= 1 << t.bits
-    return value
-
-
-def _cdiv(a: int, b: int) -> int:
-    q = abs(a) // abs(b)
-    return q if (a < 0) == (b < 0) else -q
 
 
 def _np_float(name):

@@ -1,7 +1,7 @@
 """IR verifier: run after the frontend and after every pass.
 
 Checks that every operand is defined before its use in an enclosing scope,
-that each op matches its ``OpInfo`` (arity, typing rule), and that structured
+that each op matches its ``OpDef`` (arity, attribute schema, typing rule), and that structured
 ops (``scf.if``/``for``/``while``) agree with their blocks' arguments and
 yields.
 """
@@ -50,6 +50,9 @@ def _verify_block(block: Block, defined: set):
             _fail(op, f"expects {info.results} results, has {len(op.results)}")
         if op.name in ("scf.yield", "scf.condition") and i != len(block.ops) - 1:
             _fail(op, "terminator in the middle of a block")
+        err = info.check_attrs(op.attrs)
+        if err:
+            _fail(op, err)
         if info.check is not None:
             err = info.check(op)
             if err:

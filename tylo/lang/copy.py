@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from ..ir import types as T
 from ..ir.core import Value
-from ..ir.ops import register_op
 from ..ir.types import PointerType, ScalarType
 from ..layouts import Layout, Ownership
 from .base import LangError, builtin
@@ -57,56 +56,6 @@ def ldmatrix_ownership(num: int = 4, trans: bool = False) -> Ownership:
     else:  # index = (8j + g) + R * (2t + e)
         tv = Layout(((4, 8), (2, num)), ((2 * R, 1), (R, 8)))
     return Ownership((R, 8), tv, f"ldmatrix.x{num}{'.trans' if trans else ''}")
-
-
-# -- IR ops ----------------------------------------------------------------------------------------
-
-def _shared_ptr_check(v) -> str | None:
-    if not isinstance(v.type, PointerType) or v.type.space != "shared":
-        return f"needs a shared pointer, got {v.type}"
-    return None
-
-
-def _check_ldmatrix(op):
-    num = op.attrs.get("num")
-    if num not in (1, 2, 4) or len(op.results) != num:
-        return f"num must be 1, 2 or 4 and equal the result count, got {num} and {len(op.results)}"
-    if any(r.type != T.u32 for r in op.results):
-        return "results must be u32"
-    return _shared_ptr_check(op.operands[0])
-
-
-def _check_stmatrix(op):
-    num = op.attrs.get("num")
-    if num not in (1, 2, 4) or len(op.operands) != 1 + num:
-        return f"num must be 1, 2 or 4 and equal the register count, got {num} and {len(op.operands) - 1}"
-    if any(v.type not in (T.u32, T.i32) for v in op.operands[1:]):
-        return "registers must be u32 or i32"
-    return _shared_ptr_check(op.operands[0])
-
-
-def _check_cp_async(op):
-    if len(op.operands) not in (2, 3):
-        return "takes dst, src and an optional src size"
-    dst, src = op.operands[:2]
-    err = _shared_ptr_check(dst)
-    if err:
-        return "dst " + err
-    if not isinstance(src.type, PointerType) or src.type.space != "global":
-        return f"src must be a global pointer, got {src.type}"
-    if len(op.operands) == 3 and op.operands[2].type != T.u32:
-        return "src size must be u32"
-    nbytes, cache = op.attrs.get("nbytes"), op.attrs.get("cache")
-    if nbytes not in (4, 8, 16) or cache not in ("ca", "cg") or (cache == "cg" and nbytes != 16):
-        return f"bad nbytes/cache {nbytes}/{cache}"
-    return None
-
-
-register_op("nv.ldmatrix", 1, None, False, _check_ldmatrix)
-register_op("nv.stmatrix", None, 0, False, _check_stmatrix)
-register_op("nv.cp_async", None, 0, False, _check_cp_async)
-register_op("nv.cp_async.commit", 0, 0, False)
-register_op("nv.cp_async.wait", 0, 0, False)
 
 
 # -- builtins --------------------------------------------------------------------------------------

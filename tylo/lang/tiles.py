@@ -747,9 +747,3 @@ def _stmatrix_store(ctx, tile: Tile, frag: Fragment, plan):
     words = pack_bits(ctx, vals, 2)
     for first, m, ptr in _matrix_row_pointers(ctx, tile, frag.ownership, plan):
         stmatrix(ptr, tuple(words[first:first + m]), plan[0], _ctx=ctx)
-
-
-# The old private spellings, still imported by lang/wgmma.py and lang/tcgen05.py (wt-arch); remove once
-# those imports say add_origin / coord_value.
-_add = add_origin
-_coord_value = coord_value

@@ -26,94 +26,25 @@ starting at bit 7, so the pattern repeats every 1024/512/256 bytes for
 
 Host arrays are row-major (C order): the array's last (stride-1) dimension
 holds the plan's inner axis, the one before it the outer axis, and a 3-D
-array adds a leading batch dimension.  ``prepare_tma(plan, array)`` encodes
-the CUDA tensor map (``tylo.runtime.tma.encode_tiled``) and returns a
-:class:`TMABinding` that keeps the array alive.
+array adds a leading batch dimension.  ``tylo.prepare_tma(plan, array)``
+(``tylo.runtime.tma_binding``) encodes the CUDA tensor map
+(``tylo.runtime.tma.encode_tiled``) and returns a ``TMABinding`` that keeps
+the array alive.
 """
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
-from ..ir.types import ScalarType
-from ..layouts import ComposedLayout, Layout, Swizzle, compose
+from ..ir.nv.tma import (MAX_BOX, SWIZZLES, TMATile, box_grid, hardware_swizzle, shared_layout, size,  # noqa: F401
+                         swizzle_bytes, swizzle_period_bytes, tma_coordinates, tma_geometry, transfer_bytes)
 
 __all__ = [
     "TMATile", "TMALoad", "transfer_bytes", "swizzle_bytes", "size", "shared_layout",
-    "swizzle_period_bytes", "tma_coordinates", "TMABinding", "prepare_tma", "box_grid", "batched",
+    "swizzle_period_bytes", "tma_coordinates", "box_grid", "batched",
 ]
-
-SWIZZLES = (128, 64, 32)
-MAX_BOX = 256
-
-
-@dataclass(frozen=True)
-class TMATile:
-    """A TMA tile plan: ``TMATile(bf16, (128, 64), axis=1, swizzle=128)``.
-
-    ``shape`` is the logical tile shape; ``axis`` (0 or 1) the inner axis,
-    contiguous in global memory and within a shared-memory row.
-    """
-
-    dtype: ScalarType
-    shape: tuple
-    axis: int = 1
-    swizzle: int = 128
-
-    def __tylo_signature__(self):
-        """How a 2-D TMA binding of this plan appears in ``kernel.compile(signature=[...])``."""
-        return ("blob", "tma", (self, 2), 128)
-
-    def __hash__(self):
-        # computed once (in __post_init__): a plan is part of every launch's specialisation key
-        return self._hash
-
-    def __reduce__(self):
-        # rebuild through __init__ so the cached hash is this process's (str hashes are salted)
-        return (type(self), (self.dtype, self.shape, self.axis, self.swizzle))
-
-    def __post_init__(self):
-        dt = self.dtype
-        if not isinstance(dt, ScalarType) or dt.is_bool or dt.itemsize not in (1, 2, 4):
-            raise ValueError(f"TMATile: the element type must be a tylo dtype of 1, 2 or 4 bytes, got {dt!r}")
-        shape = self.shape
-        if (not isinstance(shape, tuple) or len(shape) != 2
-                or not all(isinstance(s, int) and not isinstance(s, bool) for s in shape)):
-            raise ValueError(f"TMATile: the shape must be a 2-tuple of ints, got {shape!r}")
-        if self.axis not in (0, 1) or isinstance(self.axis, bool):
-            raise ValueError(f"TMATile: axis (the inner axis) must be 0 or 1, got {self.axis!r}")
-        if self.swizzle not in SWIZZLES:
-            raise ValueError(f"TMATile: the swizzle row width must be 128, 64 or 32 bytes, got {self.swizzle!r}")
-        row = self.swizzle // dt.itemsize
-        inner, outer = shape[self.axis], shape[1 - self.axis]
-        if inner != row:
-            raise ValueError(
-                f"TMATile: the inner extent (axis {self.axis}) must be exactly one swizzle row, "
-                f"{self.swizzle} bytes / {dt.itemsize}-byte {dt} = {row} elements; got {inner}")
-        if outer <= 0 or outer % 8 or outer > MAX_BOX:
-            raise ValueError(
-                f"TMATile: the outer extent (axis {1 - self.axis}) must be a positive multiple of 8 "
-                f"and at most {MAX_BOX}; got {outer}")
-        object.__setattr__(self, "_hash", hash((self.dtype, self.shape, self.axis, self.swizzle)))
-
-    @property
-    def elem_bytes(self) -> int:
-        return self.dtype.itemsize
-
-    @property
-    def inner(self) -> int:
-        """Elements per row (along the inner axis)."""
-        return self.shape[self.axis]
-
-    @property
-    def outer(self) -> int:
-        """Rows (along the outer axis)."""
-        return self.shape[1 - self.axis]
-
-    def __repr__(self) -> str:
-        return f"TMATile({self.dtype}, {self.shape}, axis={self.axis}, swizzle={self.swizzle})"
-
+# The plan's geometry is ISA data the op's meaning needs: it lives beside the op in tylo.ir.nv.tma
+# (re-exported here). The host half, ``prepare_tma`` and ``TMABinding``, needs the driver and lives in
+# tylo.runtime.tma_binding (importable as tylo.prepare_tma).
 
 @dataclass(frozen=True)
 class batched:
@@ -130,176 +61,17 @@ def TMALoad(dtype, shape, axis: int = 1) -> TMATile:
     return TMATile(dtype, tuple(shape), axis=axis, swizzle=128)
 
 
-def transfer_bytes(plan: TMATile, boxes: tuple = (1, 1)) -> int:
-    """Bytes one tile (of ``boxes`` plan boxes) moves: what it adds to an mbarrier's transaction count."""
-    return math.prod(plan.shape) * plan.elem_bytes * math.prod(_check_boxes(plan, boxes))
-
-
-def swizzle_bytes(plan: TMATile) -> int:
-    return plan.swizzle
-
-
-def size(plan: TMATile) -> tuple:
-    """The logical tile shape."""
-    return plan.shape
-
-
-def swizzle_period_bytes(plan: TMATile) -> int:
-    """Alignment of the shared allocation that establishes the swizzle origin (8 rows)."""
-    return 8 * plan.swizzle
-
-
-def hardware_swizzle(swizzle: int, elem_bytes: int) -> Swizzle:
-    """``Swizzle<B, M, 3>`` on element offsets for a ``swizzle``-byte row of ``elem_bytes`` elements."""
-    return Swizzle((swizzle // 16).bit_length() - 1, (16 // elem_bytes).bit_length() - 1, 3)
-
-
-def _check_boxes(plan: TMATile, boxes) -> tuple:
-    if (not isinstance(boxes, tuple) or len(boxes) != 2
-            or not all(isinstance(b, int) and not isinstance(b, bool) and b > 0 for b in boxes)):
-        raise ValueError(f"TMA boxes: a pair of positive ints (boxes along logical axes 0 and 1), got {boxes!r}")
-    return boxes
-
-
-def shared_layout(plan: TMATile, boxes: tuple = (1, 1)) -> ComposedLayout:
-    """Logical coordinate -> element offset of the tile in shared memory (module doc).
-
-    ``boxes=(b0, b1)``: a tile of ``b0 x b1`` plan boxes (logical shape ``(b0 * shape[0],
-    b1 * shape[1])``), each stored whole in the plan's layout, one after another in row-major
-    box order. A box is a whole number of swizzle periods, so the swizzle applies across them;
-    an MN-major WGMMA operand wider than one swizzle row is such a tile.
-    """
-    b0, b1 = _check_boxes(plan, boxes)
-    row = plan.inner
-    stride = (row, 1) if plan.axis == 1 else (1, row)
-    box = plan.outer * plan.inner
-    shape = tuple(e if b == 1 else (e, b) for e, b in zip(plan.shape, (b0, b1)))
-    strides = tuple(s if b == 1 else (s, box * step) for s, b, step in zip(stride, (b0, b1), (b1, 1)))
-    return compose(hardware_swizzle(plan.swizzle, plan.elem_bytes), Layout(shape, strides))
-
-
-def box_grid(plan: TMATile, shape: tuple) -> tuple:
-    """``(b0, b1)``: how many plan boxes tile a shared tile of logical ``shape``, or ValueError."""
-    if len(shape) != 2 or any(not isinstance(e, int) or e % p for e, p in zip(shape, plan.shape)):
-        raise ValueError(f"the tile shape {tuple(shape)} is not a whole number of {plan!r} boxes")
-    return (shape[0] // plan.shape[0], shape[1] // plan.shape[1])
-
-
-def tma_coordinates(plan: TMATile, origin: tuple) -> tuple:
-    """Logical origin ``(c0, c1[, batch])`` -> TMA coordinates, innermost first.
-
-    Works on ints and on runtime values alike (it only reorders).
-    """
-    if len(origin) not in (2, 3):
-        raise ValueError(f"tma_coordinates: an origin has 2 coordinates (3 with a batch), got {origin!r}")
-    a = plan.axis
-    return (origin[a], origin[1 - a], *origin[2:])
-
-
-# -- host binding -----------------------------------------------------------------
-
-
-@dataclass(frozen=True, eq=False)
-class TMABinding:
-    """A tensor map for ``plan`` over a device ``array`` (kept alive by this object).
-
-    ``descriptor``: the 128-byte CUtensorMap; ``rank``: 2, or 3 for a batch;
-    ``bounds``: the logical extents (origin order) the map covers.  Passed to a
-    kernel as a 128-byte grid-constant parameter (``__tylo_param__``).
-    """
-
-    plan: TMATile
-    array: Any = field(repr=False)
-    descriptor: bytes = field(repr=False)
-    rank: int
-    bounds: tuple
-
-    def __tylo_param__(self):
-        return ("tma", self.plan, self.rank, self.descriptor)
-
-
-def tma_geometry(plan: TMATile, shape: tuple, strides: tuple, bounds=None):
-    """Pure part of :func:`prepare_tma`: ``(bounds, global_dims, global_strides_bytes, box_dims)``.
-
-    ``shape``/``strides`` (elements) are the array's, row-major: the last
-    dimension is the inner axis.  Raises ValueError naming the rule.
-    """
-    nd = len(shape)
-    if nd not in (2, 3):
-        raise ValueError(f"prepare_tma: the array must be 2-D, or 3-D for a batch of matrices; got shape {shape}")
-    if strides[-1] != 1:
-        raise ValueError(f"prepare_tma: the array's last dimension (the plan's inner axis {plan.axis}) "
-                         f"must be contiguous (stride 1); strides are {strides} elements")
-    inner_ext, outer_ext = shape[-1], shape[-2]
-    full = [0, 0]
-    full[plan.axis], full[1 - plan.axis] = inner_ext, outer_ext
-    full = tuple(full) + ((shape[0],) if nd == 3 else ())
-    if bounds is None:
-        bounds = full
-    bounds = tuple(int(b) for b in bounds)
-    if len(bounds) != nd:
-        raise ValueError(f"prepare_tma: bounds {bounds} must have {nd} entries (logical extents in origin order)")
-    for i, (b, f) in enumerate(zip(bounds, full)):
-        if not 0 < b <= f:
-            raise ValueError(f"prepare_tma: bound {b} of coordinate {i} must be positive and at most "
-                             f"the array's extent {f}")
-    e = plan.elem_bytes
-    dims = (bounds[plan.axis], bounds[1 - plan.axis]) + bounds[2:]
-    gstrides = (strides[-2] * e,) + ((strides[0] * e,) if nd == 3 else ())
-    box = (plan.inner, plan.outer) + ((1,) if nd == 3 else ())
-    return bounds, dims, gstrides, box
-
-
-def prepare_tma(plan: TMATile, array, bounds=None) -> TMABinding:
-    """Encode a tensor map of ``plan`` tiles over a 2-D array (3-D: a batch of matrices).
-
-    ``bounds``: logical extents smaller than the array (padded data); TMA
-    zero-fills loads past them and drops stores past them.
-    """
-    from ..runtime import describe_array
-    from ..runtime import tma as rt_tma
-
-    if not isinstance(plan, TMATile):
-        raise TypeError(f"prepare_tma: expected a TMATile plan, got {plan!r}")
-    info = describe_array(array)
-    if info.dtype_name != plan.dtype.name:
-        raise ValueError(f"prepare_tma: the array holds {info.dtype_name}, the plan {plan.dtype}")
-    bounds, dims, gstrides, box = tma_geometry(plan, tuple(info.shape), tuple(info.strides), bounds)
-    desc = rt_tma.encode_tiled(info.ptr, info.dtype_name, dims, gstrides, box, plan.swizzle)
-    return TMABinding(plan, array, desc, len(dims), bounds)
-
-
 # -- kernel side: bulk tensor copies ------------------------------------------------------
 #
 # For now the tensor map comes in as its generic address (a u64 value, e.g. from
 # ``cvta.param`` of a grid-constant parameter once the JIT passes TMABindings).
 
-from ..ir import ops as _ops  # noqa: E402
 from ..ir import types as _T  # noqa: E402
 from ..ir.core import Value as _Value  # noqa: E402
 from ..ir.types import PointerType as _PointerType  # noqa: E402
 from .base import LangError as _LangError, builtin as _builtin  # noqa: E402
 
 
-def _copy_check(op):
-    tmap = op.operands[0]
-    if tmap.type != _T.u64:
-        return f"the tensor map address is u64, got {tmap.type}"
-    smem = op.operands[1]
-    if not (isinstance(smem.type, _PointerType) and smem.type.space == "shared"):
-        return f"the tile must be a *shared pointer, got {smem.type}"
-    rank = op.attrs["rank"]
-    coords = op.operands[2:2 + rank]
-    if len(coords) != rank or any(c.type != _T.i32 for c in coords):
-        return f"{rank} i32 coordinates expected"
-    return None
-
-
-_ops.register_op("nv.tma.load", None, 0, False, _copy_check)    # tmap, dst, *coords, bar
-_ops.register_op("nv.tma.store", None, 0, False, _copy_check)   # tmap, src, *coords
-_ops.register_op("nv.tma.commit", 0, 0, False)
-_ops.register_op("nv.tma.wait", 0, 0, False)                    # attrs: n, read
-_ops.register_op("nv.tma.prefetch", 1, 0, False)
 
 
 def _tile_boxes(ctx, plan, tile, what):
@@ -401,11 +173,11 @@ def tma_load_tile(plan, tmap, tile, origin, bar, multicast=None, *, _ctx):
     offset (``.multicast::cluster``). Each receiving CTA expects the bytes on its own barrier."""
     _sm90(_ctx, "tma_load_tile")
     from .core import to_value
-    from .mbarrier import _bar
+    from .mbarrier import barrier_operand
 
     what = "tma_load_tile"
     _check_origin(plan, origin, what)          # before any op is emitted
-    address, barrier = _tmap(_ctx, tmap, what, origin), _bar(bar, what)
+    address, barrier = _tmap(_ctx, tmap, what, origin), barrier_operand(bar, what)
     extra, attrs = [], {"rank": len(origin)}
     if multicast is not None:
         if isinstance(multicast, int) and not 0 < multicast < 1 << 16:

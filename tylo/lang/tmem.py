@@ -35,17 +35,15 @@ from typing import Any
 
 import numpy as np
 
-from ..ir import types as T
 from ..layouts import ComposedLayout, Layout, Ownership, View, fit_tv_layout, permutedims, window
 from ..layouts.recognise import offsets_table
+from ..ir.nv.tmem import ATOMS, COLUMNS, LANES, TransferAtom  # ISA data of the TMEM ops, re-exported
 
 __all__ = [
     "LANES", "COLUMNS", "TmemTile", "TmemTransfer", "TmemAccess", "ATOMS", "TransferAtom",
     "partition", "reinterpret_tile", "tmem_location", "words_per_element", "slots_per_word", "known_multiple",
 ]
 
-LANES = 128
-COLUMNS = 512
 
 
 def _is_int(x) -> bool:
@@ -77,8 +75,11 @@ def _extents(layout) -> tuple:
     return tuple(it.product(s) for s in shape)
 
 
-def _add(a, b):
-    """``a + b`` dropping static zeros (so runtime values see only real operators)."""
+def sum_skipping_zeros(a, b):
+    """``a + b`` dropping static zeros (so runtime values see only real operators).
+
+    Adds at once, in the operands' own type: TMEM addresses are always 32-bit. (Tile origins in
+    ``tylo.lang.tiles`` instead defer a runtime sum until the address width is known.)"""
     if _is_int(b) and b == 0:
         return a
     if _is_int(a) and a == 0:
@@ -145,7 +146,7 @@ class TmemTile:
 
     def slot(self, coord) -> Any:
         """Typed-slot offset of a coordinate (layout offset plus ``offset``)."""
-        return _add(self.layout(coord), self.offset)
+        return sum_skipping_zeros(self.layout(coord), self.offset)
 
     def __repr__(self) -> str:
         off = "" if _is_int(self.offset) and self.offset == 0 else f", offset={self.offset!r}"
@@ -164,7 +165,7 @@ def tmem_location(tile: TmemTile, coord) -> tuple:
     pos = i // LANES
     col = pos if per == 1 else pos // per
     bit = 0 if per == 1 else (pos % per) * 16
-    return _add(tile.address, _add(lane * 65536, col)), bit
+    return sum_skipping_zeros(tile.address, sum_skipping_zeros(lane * 65536, col)), bit
 
 
 # --------------------------------------------------------------------------
@@ -193,7 +194,7 @@ def _flat_affine(tile: TmemTile, what: str):
         off = 0
     if not all(_is_int(s) for s in strides):
         raise ValueError(f"{what}: needs static strides, got {strides!r}")
-    return _add(off, tile.offset), strides, tile.shape
+    return sum_skipping_zeros(off, tile.offset), strides, tile.shape
 
 
 def reinterpret_tile(dtype, tile: TmemTile, axis=None) -> TmemTile:
@@ -269,50 +270,6 @@ def reinterpret_tile(dtype, tile: TmemTile, axis=None) -> TmemTile:
                 "steps by whole positions"
             )
     return TmemTile(dtype, tile.address, Layout(tuple(new_shape), tuple(new_strides)), new_off)
-
-
-# --------------------------------------------------------------------------
-# transfer atoms (the tcgen05.ld / tcgen05.st data-path shapes)
-
-
-@dataclass(frozen=True)
-class TransferAtom:
-    """One ``tcgen05.ld/st`` shape: ``lanes`` TMEM lanes, ``words`` 32-bit
-    columns per lane per repetition, ``regs`` registers per thread per
-    repetition, ``max_num`` the largest ``.num``; ``where(t, k, num)`` gives
-    (lane, word) of register ``k`` of thread ``t`` (ISA data-path figures /
-    CuTe ``SM100_TMEM_LOAD_*`` traits)."""
-
-    name: str
-    lanes: int
-    words: int
-    regs: int
-    max_num: int
-
-    def where(self, t: int, k: int, num: int, split: int = 0) -> tuple[int, int]:
-        n = self.name
-        if n == "32x32b":
-            return t, k
-        if n == "16x64b":  # thread t: lane t//4 + 8*(t%2), word 2*rep + (t//2)%2
-            return t // 4 + 8 * (t % 2), 2 * k + (t // 2) % 2
-        if n == "16x128b":  # r0 lane t//4, r1 lane t//4+8; word 4*rep + t%4
-            rep, r = divmod(k, 2)
-            return t // 4 + 8 * r, 4 * rep + t % 4
-        if n == "16x256b":  # r0,r1 lane t//4 words 2(t%4)+{0,1}; r2,r3 lane t//4+8
-            rep, r = divmod(k, 4)
-            return t // 4 + 8 * (r // 2), 8 * rep + 2 * (t % 4) + r % 2
-        if n == "16x32bx2":  # threads 0-15 first half, 16-31 second half at +split
-            return t % 16, k + (t // 16) * split
-        raise AssertionError(n)
-
-
-ATOMS = {
-    "32x32b": TransferAtom("32x32b", 32, 1, 1, 128),
-    "16x64b": TransferAtom("16x64b", 16, 2, 1, 128),
-    "16x128b": TransferAtom("16x128b", 16, 4, 2, 64),
-    "16x256b": TransferAtom("16x256b", 16, 8, 4, 32),
-    "16x32bx2": TransferAtom("16x32bx2", 16, 2, 1, 128),  # two 16x32b halves
-}
 
 
 @dataclass(frozen=True)
@@ -407,7 +364,7 @@ class TmemAccess:
     @property
     def warp(self) -> Any:
         """The warp of the warpgroup that must execute the transfer (runtime for a runtime band)."""
-        return _add(self.lane_base, self.lane_offset) // 32
+        return sum_skipping_zeros(self.lane_base, self.lane_offset) // 32
 
     def __repr__(self) -> str:
         return (
@@ -441,7 +398,7 @@ def _ownership(atom: TransferAtom, transfer: TmemTransfer, num: int, per: int, s
     return Ownership(ext, tv, f"tmem .{atom.name}.x{num} {ext[0]}x{ext[1]} axis={ax}")
 
 
-def _static_structure(tile: TmemTile, what: str):
+def tmem_offset_structure(tile: TmemTile, what: str):
     """(numpy offset table of the view with runtime origins at 0, runtime extra
     typed-slot offset, per-axis runtime origin flags)."""
     lay = tile.layout
@@ -464,7 +421,7 @@ def _static_structure(tile: TmemTile, what: str):
         parent = lay.parent
         if not isinstance(parent, Layout) or not parent.is_static:
             raise ValueError(f"{what}: a runtime window origin needs a static affine parent layout, got {parent!r}")
-        from ..layouts.recognise import _mode_stride
+        from ..layouts.affine import mode_stride
 
         origin = []
         for i, o in enumerate(lay.origin):
@@ -472,7 +429,7 @@ def _static_structure(tile: TmemTile, what: str):
                 origin.append(o)
                 continue
             m = parent[i] if type(parent.shape) is tuple else parent
-            d = _mode_stride(m, None, m.size)
+            d = mode_stride(m, None, m.size)
             if d is None:
                 raise ValueError(f"{what}: axis {i} has a runtime origin but mode {m!r} is not affine")
             if d % LANES:
@@ -484,11 +441,11 @@ def _static_structure(tile: TmemTile, what: str):
                         "(write it as 32 * w)"
                     )
                 origin.append(0)
-                lane_extra = _add(lane_extra, o * d)
+                lane_extra = sum_skipping_zeros(lane_extra, o * d)
                 lane_multiple = math.gcd(lane_multiple, k)
                 continue
             origin.append(0)
-            extra = _add(extra, o * d)
+            extra = sum_skipping_zeros(extra, o * d)
         lay = View(parent, tuple(origin), lay.shape)
     if not lay.is_static:
         raise ValueError(f"{what}: the view {lay!r} has runtime leaves; its lane band must be static")
@@ -552,7 +509,7 @@ def partition(transfer: TmemTransfer, view: TmemTile) -> TmemAccess:
     per = slots_per_word(view.dtype)
     if view.shape != transfer.shape:
         raise ValueError(f"{what}: the view has shape {view.shape} but the transfer moves {transfer.shape}")
-    table, extra, lane_extra, lane_multiple = _static_structure(view, what)
+    table, extra, lane_extra, lane_multiple = tmem_offset_structure(view, what)
     la, va = transfer.lane_axis, transfer.axis
     tab = np.moveaxis(table, la, 0)  # [lanes, values]
     lane = tab % LANES
@@ -638,10 +595,10 @@ def partition(transfer: TmemTransfer, view: TmemTile) -> TmemAccess:
         extra_words = extra // LANES if per == 1 else extra // (LANES * per)
         if per != 1:
             raise ValueError(f"{what}: a runtime window origin on a 16-bit view cannot prove whole words")
-        addr = _add(view.address, _add(static, extra_words))
+        addr = sum_skipping_zeros(view.address, sum_skipping_zeros(static, extra_words))
     else:
-        addr = _add(view.address, static)
+        addr = sum_skipping_zeros(view.address, static)
     if not (_is_int(lane_extra) and lane_extra == 0):
-        addr = _add(addr, lane_extra * 65536)
+        addr = sum_skipping_zeros(addr, lane_extra * 65536)
     own = _ownership(atom, transfer, num, per, split or 0)
     return TmemAccess(view, transfer, addr, base, num, regs, own, split, view.dtype, lane_extra)

@@ -356,7 +356,3 @@ def tmem_band(x: Any, lanes: int = 32) -> TmemBand | None:
 
 def tmem_band_reason(x: Any, lanes: int = 32) -> str | None:
     return _band(x, lanes)[1]
-
-
-# The old private spelling, still imported by lang/tmem.py (wt-arch); remove once that import says mode_stride.
-_mode_stride = mode_stride

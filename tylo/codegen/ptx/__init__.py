@@ -1,10 +1,9 @@
-"""Inline-PTX templates and lowerings, one module per hardware feature (same names as ``tylo.lang``).
+"""Inline-PTX templates and lowerings, one module per hardware feature (same names as ``tylo/ir/nv``).
 
-Every module here is imported with the package, so a feature's ``@lowering``
-registrations are in place before any kernel is lowered.
+Each feature module registers its lowerings in ``tylo.codegen.registry`` when imported; this
+package imports them all, so the registry is complete before any kernel is lowered. ``core``
+holds the PTX the scalar lowerings of the emitter use (fp8 conversions, special functions).
 """
-import importlib
-import pkgutil
+from . import address, copy, core, fence, mbarrier, mma, sync, tcgen05, tma, tmem, wgmma  # noqa: F401 - register the lowerings
 
-for _info in pkgutil.iter_modules(__path__):
-    importlib.import_module(f"{__name__}.{_info.name}")
+__all__ = []

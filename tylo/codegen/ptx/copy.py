@@ -7,11 +7,12 @@ ordinary loads and stores on their side of it.
 """
 from __future__ import annotations
 
-from ..llvm import lowering
+from ..asm import MEMORY_CLOBBER
+from ..registry import lowering
 
 __all__ = ["ldmatrix_template", "stmatrix_template", "cp_async_template"]
 
-_MEM = "~{memory}"
+_MEM = MEMORY_CLOBBER
 
 
 def ldmatrix_template(num: int, trans: bool) -> str:

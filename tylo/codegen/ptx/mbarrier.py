@@ -1,4 +1,4 @@
-"""Inline PTX for mbarriers, proxy fences, named barriers, elect and setmaxnreg.
+"""Inline PTX for mbarriers (fences: ``fence.py``; named/cluster barriers, elect, setmaxnreg: ``sync.py``).
 
 Barrier pointers are ``ptr addrspace(3)`` in LLVM; they reach PTX as the
 32-bit shared-window address (``lw.address``: ``ptrtoint ... to i32``, constraint ``r``),
@@ -8,17 +8,12 @@ LLVM moves no load or store across it.
 """
 from __future__ import annotations
 
-from ..llvm import lowering
+from ..asm import MEMORY_CLOBBER
+from ..registry import lowering
 
-__all__ = ["convergent_asm"]
+__all__ = []
 
-_MEM = "~{memory}"
-
-
-def convergent_asm(lw, *args, **kwargs):
-    """``lw.asm(...)`` for ``.sync.aligned``/``elect``/``bar`` instructions, marked ``convergent``
-    so LLVM never duplicates it into divergent paths."""
-    return lw.asm(*args, convergent=True, **kwargs)
+_MEM = MEMORY_CLOBBER
 
 
 @lowering("nv.mbarrier.init")
@@ -70,45 +65,3 @@ def _wait(lw, op):
     lw.asm("{ .reg .pred p; TYLO_WAIT: mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1; "
            "@!p bra TYLO_WAIT; }",
            f"r,r,{_MEM}", (), [("i32", lw.address(bar)), ("i32", lw.ref(parity))], side_effects=True)
-
-
-_FENCE = {
-    "proxy_async": "fence.proxy.async;",
-    "proxy_async_shared": "fence.proxy.async.shared::cta;",
-    "mbarrier_init": "fence.mbarrier_init.release.cluster;",
-}
-
-
-@lowering("nv.fence")
-def _fence(lw, op):
-    lw.asm(_FENCE[op.attrs["kind"]], _MEM, (), (), side_effects=True)
-
-
-@lowering("nv.named_barrier")
-def _named(lw, op):
-    bid, count = op.operands
-    instr = {"sync": "bar.sync", "arrive": "bar.arrive"}[op.attrs["kind"]]
-    convergent_asm(lw, f"{instr} $0, $1;", f"r,r,{_MEM}", (), [("i32", lw.ref(bid)), ("i32", lw.ref(count))],
-           side_effects=True)
-
-
-@lowering("nv.elect_one")
-def _elect(lw, op):
-    (r,) = convergent_asm(lw, "{ .reg .pred p; elect.sync _|p, 0xffffffff; selp.u32 $0, 1, 0, p; }", "=r", ["i32"], (),
-                  side_effects=True)
-    b = lw.fresh()
-    lw.emit(f"{b} = icmp ne i32 {r}, 0")
-    lw.bind(op.results[0], b)
-
-
-@lowering("nv.setmaxnreg")
-def _setmaxnreg(lw, op):
-    convergent_asm(lw, f"setmaxnreg.{op.attrs['action']}.sync.aligned.u32 {op.attrs['count']};", _MEM, (), (),
-           side_effects=True)
-
-
-@lowering("nv.cluster.barrier")
-def _cluster_barrier(lw, op):
-    kind = op.attrs["kind"]
-    text = "barrier.cluster.arrive.release.aligned;" if kind == "arrive" else "barrier.cluster.wait.acquire.aligned;"
-    convergent_asm(lw, text, _MEM, (), (), side_effects=True)

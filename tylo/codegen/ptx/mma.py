@@ -7,7 +7,7 @@ output per D register (``=f`` for f32, ``=r`` for 32-bit integer/packed register
 from __future__ import annotations
 
 from ...ir import types as T
-from ..llvm import lowering
+from ..registry import lowering
 
 __all__ = ["mma_template", "mma_opcode", "FP8_MIN_PTX"]
 

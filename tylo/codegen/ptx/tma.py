@@ -6,11 +6,12 @@ innermost first.
 """
 from __future__ import annotations
 
-from ..llvm import lowering
+from ..asm import MEMORY_CLOBBER
+from ..registry import lowering
 
 __all__ = []
 
-_MEM = "~{memory}"
+_MEM = MEMORY_CLOBBER
 
 
 def _coords(first: int, rank: int) -> str:

@@ -7,8 +7,8 @@ on the results can be scheduled above a ``wait_group``.
 """
 from __future__ import annotations
 
-from ..llvm import lowering
-from .mbarrier import convergent_asm
+from ..asm import convergent_asm
+from ..registry import lowering
 
 __all__ = []
 
@@ -65,11 +65,6 @@ def _mma(lw, op):
                 f"{wgmma_opcode(op.attrs)} {{{acc}}}, ${a}, ${b}, p, {imms}; }}")
     _through(lw, op, template, "l,l,r",
              [("i64", lw.ref(desc_a)), ("i64", lw.ref(desc_b)), ("i32", lw.ref(scale))])
-
-
-@lowering("nv.shared_address")
-def _shared_address(lw, op):
-    lw.bind(op.results[0], lw.address(op.operands[0]))
 
 
 @lowering("nv.wgmma.mma_async_rs")

@@ -1,0 +1,40 @@
+"""Inline PTX for named and cluster barriers, elect and setmaxnreg: ``convergent`` asm (never
+duplicated into divergent paths) with a memory clobber."""
+from __future__ import annotations
+
+from ..asm import MEMORY_CLOBBER, convergent_asm
+from ..registry import lowering
+
+__all__ = []
+
+_MEM = MEMORY_CLOBBER
+
+
+@lowering("nv.named_barrier")
+def _named(lw, op):
+    bid, count = op.operands
+    instr = {"sync": "bar.sync", "arrive": "bar.arrive"}[op.attrs["kind"]]
+    convergent_asm(lw, f"{instr} $0, $1;", f"r,r,{_MEM}", (), [("i32", lw.ref(bid)), ("i32", lw.ref(count))],
+           side_effects=True)
+
+
+@lowering("nv.elect_one")
+def _elect(lw, op):
+    (r,) = convergent_asm(lw, "{ .reg .pred p; elect.sync _|p, 0xffffffff; selp.u32 $0, 1, 0, p; }", "=r", ["i32"], (),
+                  side_effects=True)
+    b = lw.fresh()
+    lw.emit(f"{b} = icmp ne i32 {r}, 0")
+    lw.bind(op.results[0], b)
+
+
+@lowering("nv.setmaxnreg")
+def _setmaxnreg(lw, op):
+    convergent_asm(lw, f"setmaxnreg.{op.attrs['action']}.sync.aligned.u32 {op.attrs['count']};", _MEM, (), (),
+           side_effects=True)
+
+
+@lowering("nv.cluster.barrier")
+def _cluster_barrier(lw, op):
+    kind = op.attrs["kind"]
+    text = "barrier.cluster.arrive.release.aligned;" if kind == "arrive" else "barrier.cluster.wait.acquire.aligned;"
+    convergent_asm(lw, text, _MEM, (), (), side_effects=True)

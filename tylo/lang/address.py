@@ -1,0 +1,21 @@
+"""``shared_address(ptr)``: the u32 shared-window address of a shared pointer (the ``nv.shared_address`` op).
+
+Matrix descriptors (WGMMA, tcgen05) encode it as their start address.
+"""
+from __future__ import annotations
+
+from ..ir import types as T
+from ..ir.core import Value
+from .base import LangError, builtin
+
+__all__ = ["shared_address"]
+
+
+@builtin
+def shared_address(ptr, *, _ctx):
+    """The u32 shared-window address of a ``*shared`` pointer (or shared array): the
+    ``start_address`` a matrix descriptor encodes (``desc | (addr >> 4)``)."""
+    p = getattr(ptr, "ptr", ptr)
+    if not (isinstance(p, Value) and getattr(p.type, "space", None) == "shared"):
+        raise LangError(f"shared_address: expected a *shared pointer or shared array, got {ptr!r}")
+    return _ctx.builder.value("nv.shared_address", [p], T.u32)

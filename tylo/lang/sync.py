@@ -1,0 +1,121 @@
+"""Thread synchronisation beyond the CTA barrier (sm_90+): named barriers, elect, warpgroups, setmaxnreg,
+thread-block clusters.
+
+==============================  ============================================================
+builtin                         PTX
+==============================  ============================================================
+named_barrier_sync(id, count)   ``bar.sync id, count``
+named_barrier_arrive(id, count) ``bar.arrive id, count``
+elect_one() -> bool             ``elect.sync _|P, 0xffffffff`` (one lane of the warp)
+warpgroup_idx() -> i32          linear thread index // 128
+setmaxnreg_inc(n)/_dec(n)       ``setmaxnreg.{inc,dec}.sync.aligned.u32 n``
+cluster_arrive()/_wait()        ``barrier.cluster.arrive.release`` / ``.wait.acquire``
+cluster_ctarank(), _size()      ``%cluster_ctarank``, ``%cluster_nctarank``
+==============================  ============================================================
+"""
+from __future__ import annotations
+
+from ..ir import types as T
+from .base import LangError, builtin
+from .hw_args import i32_operand, require_sm
+
+__all__ = [
+    "cluster_ctarank", "cluster_size", "cluster_arrive", "cluster_wait", "cluster_sync",
+    "named_barrier_sync", "named_barrier_arrive", "elect_one", "warpgroup_idx", "setmaxnreg_inc",
+    "setmaxnreg_dec",
+]
+
+
+def _named(ctx, kind, barrier_id, count):
+    if isinstance(barrier_id, int) and not 0 <= barrier_id < 16:
+        raise LangError(f"named barrier id must be in 0..15, got {barrier_id}")
+    if isinstance(count, int) and (count <= 0 or count % 32):
+        raise LangError(f"named barrier thread count must be a positive multiple of 32, got {count}")
+    ctx.builder.create("nv.named_barrier", [i32_operand(ctx, barrier_id, "the barrier id"), i32_operand(ctx, count, "the count")],
+                       [], {"kind": kind})
+
+
+@builtin
+def named_barrier_sync(barrier_id, count, *, _ctx):
+    """``bar.sync id, count``: wait until ``count`` threads have arrived at barrier ``id``."""
+    _named(_ctx, "sync", barrier_id, count)
+
+
+@builtin
+def named_barrier_arrive(barrier_id, count, *, _ctx):
+    """``bar.arrive id, count``: arrive at barrier ``id`` without waiting."""
+    _named(_ctx, "arrive", barrier_id, count)
+
+
+@builtin
+def elect_one(*, _ctx):
+    """True in exactly one active lane of the (fully active) warp."""
+    require_sm(_ctx, 90, "elect_one")
+    return _ctx.builder.value("nv.elect_one", [], T.bool_)
+
+
+@builtin
+def warpgroup_idx(*, _ctx):
+    """The warpgroup of the thread: linear thread index // 128."""
+    from .core import binary, warp_id
+
+    return binary(_ctx, ">>", warp_id(_ctx=_ctx), 2)
+
+
+def _setmaxnreg(ctx, action, n):
+    require_sm(ctx, 90, f"setmaxnreg_{action}")
+    if ctx.arch not in ("sm_90a", "sm_100a"):
+        raise LangError(f"setmaxnreg_{action} needs an architecture-specific target (sm_90a, sm_100a), got {ctx.arch}")
+    if not isinstance(n, int) or isinstance(n, bool) or not 24 <= n <= 256 or n % 8:
+        raise LangError(f"setmaxnreg_{action}: the register count must be a compile-time multiple of 8 "
+                        f"in 24..256, got {n!r}")
+    ctx.builder.create("nv.setmaxnreg", [], [], {"action": action, "count": n})
+
+
+@builtin
+def setmaxnreg_inc(n, *, _ctx):
+    """Raise this warpgroup's per-thread register limit to ``n``."""
+    _setmaxnreg(_ctx, "inc", n)
+
+
+@builtin
+def setmaxnreg_dec(n, *, _ctx):
+    """Lower this warpgroup's per-thread register limit to ``n``."""
+    _setmaxnreg(_ctx, "dec", n)
+
+
+# -- thread-block clusters (launch with kernel.launch(..., cluster=(x, y, z))) --------------------------
+
+@builtin
+def cluster_ctarank(*, _ctx):
+    """This CTA's rank in its cluster (``%cluster_ctarank``)."""
+    require_sm(_ctx, 90, "cluster_ctarank")
+    return _ctx.builder.value("nv.sreg", [], T.i32, reg="cluster.ctarank")
+
+
+@builtin
+def cluster_size(*, _ctx):
+    """The number of CTAs in the cluster (``%cluster_nctarank``)."""
+    require_sm(_ctx, 90, "cluster_size")
+    return _ctx.builder.value("nv.sreg", [], T.i32, reg="cluster.nctarank")
+
+
+@builtin
+def cluster_arrive(*, _ctx):
+    """``barrier.cluster.arrive`` (release): this thread reached the cluster barrier."""
+    require_sm(_ctx, 90, "cluster_arrive")
+    _ctx.builder.create("nv.cluster.barrier", [], [], {"kind": "arrive"})
+
+
+@builtin
+def cluster_wait(*, _ctx):
+    """``barrier.cluster.wait`` (acquire): wait until every thread of the cluster arrived."""
+    require_sm(_ctx, 90, "cluster_wait")
+    _ctx.builder.create("nv.cluster.barrier", [], [], {"kind": "wait"})
+
+
+@builtin
+def cluster_sync(*, _ctx):
+    """Arrive and wait: every thread of every CTA in the cluster meets here."""
+    cluster_arrive(_ctx=_ctx)
+    cluster_wait(_ctx=_ctx)

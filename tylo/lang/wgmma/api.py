@@ -1,0 +1,405 @@
+"""The seed-level WGMMA API: operands, accumulator states and fragments.
+
+  acc = zero_accumulator(plan)                        # Fragment (1 partition) or PartialAccumulator
+  a = wgmma_operand(plan, OperandA, a_tile, (row, 0))  # shared descriptor (or a register Fragment)
+  b = wgmma_operand(plan, OperandB, b_tile, (col, 0))
+  pending = mma_async(plan, a, b, acc)                 # fence, K / instr_k instructions, commit
+  acc = wait_mma(pending)                              # wgmma.wait_group 0, registers tied through it
+  result = finish_mma(acc)                             # Fragment with the accumulator ownership
+"""
+from __future__ import annotations
+
+from ...ir import types as T
+from ...layouts import Ownership, swizzled_structure_reason
+from ..base import LangError, builtin
+from ..operands import OperandA, OperandB
+from .plan import (WGMMA64, accumulator_ownership, accumulator_registers, operand_shape, smem_descriptor,
+                   wgmma_instruction)
+from .raw import require_sm90a, wgmma_commit_group, wgmma_fence, wgmma_wait_group
+
+__all__ = [
+    "a_register_ownership", "WGMMAOperand", "PendingAccumulator", "PartialAccumulator", "wgmma_operand",
+    "mma_async", "wait_mma", "finish_mma",
+]
+
+
+# -- the seed-level API: operands, accumulator states and fragments ---------------------------
+#
+#   acc = zero_accumulator(plan)                        # Fragment (1 partition) or PartialAccumulator
+#   a = wgmma_operand(plan, OperandA, a_tile, (row, 0))  # shared descriptor (or a register Fragment)
+#   b = wgmma_operand(plan, OperandB, b_tile, (col, 0))
+#   pending = mma_async(plan, a, b, acc)                 # fence, K / instr_k instructions, commit
+#   acc = wait_mma(pending)                              # wgmma.wait_group 0, registers tied through it
+#   result = finish_mma(acc)                             # Fragment with the accumulator ownership
+
+
+def a_register_ownership(plan: WGMMA64) -> Ownership:
+    """The register A operand ``(64, plan.k)`` of 16-bit inputs (PTX ISA, "wgmma register fragment
+    layout for matrix A", m64nNk16): warp ``w`` owns rows ``16w .. 16w+15`` and, per K=16
+    instruction, lane ``l`` (``g = l // 4``, ``t = l % 4``) holds ``a[4q + 2h + b]`` at row
+    ``16w + g + 8h``, column ``16 i + 8q + 2t + b``; slot ``8i + 4q + 2h + b``. Packed two per
+    32-bit register (low half = even slot), four registers per instruction.
+
+    >>> from tylo.ir.types import bf16
+    >>> o = a_register_ownership(WGMMA64(bf16, n=64, k=32))
+    >>> o.coord(5, 0), o.coord(5, 3), o.coord(37, 12)
+    ((1, 2), (9, 3), (17, 26))
+    """
+    if plan.dtype.itemsize != 2:
+        raise ValueError(f"a_register_ownership: A from registers is supported for 16-bit inputs, not {plan.dtype}")
+    from ...layouts import Layout
+
+    tv = Layout(((4, 8, 4), (2, 2, 2, plan.instructions)), ((128, 1, 16), (64, 8, 512, 1024)))
+    return Ownership((64, plan.k), tv, f"wgmma_a(64x{plan.k})")
+
+
+def _leading(shape, stride, e: int):
+    """``(shape, stride)`` of the first ``e`` coordinates of one static layout mode (colexicographic),
+    rounded up to whole leading sub-modes (an MN-major operand 72 wide over 64-wide boxes reads two
+    boxes' pattern), or None when the mode is shorter."""
+    from ...layouts.inttuple import flatten
+
+    shapes, strides = (flatten(shape), flatten(stride)) if isinstance(shape, tuple) else ((shape,), (stride,))
+    out_s, out_d = [], []
+    for s, d in zip(shapes, strides):
+        if e <= s:
+            out_s.append(e)
+            out_d.append(d)
+            break
+        out_s.append(s)
+        out_d.append(d)
+        e = -(-e // s)
+    else:
+        return None
+    return (out_s[0], out_d[0]) if len(out_s) == 1 else (tuple(out_s), tuple(out_d))
+
+
+def operand_encoding(plan: WGMMA64, role, layout, what: str):
+    """(structure, major, linear layout, per-instruction element offsets) of a canonical tile layout."""
+    from ...layouts import ComposedLayout, Layout, swizzled_structure
+    from ...layouts.inttuple import product
+
+    if isinstance(layout, ComposedLayout):
+        sw, lin = layout.swizzle, layout.layout
+    elif isinstance(layout, Layout):
+        sw, lin = None, layout
+    else:
+        raise LangError(f"{what}: the tile's layout {layout!r} is not a canonical TMA shared layout")
+    if not (lin.is_static and lin.rank == 2):
+        raise LangError(f"{what}: the tile's layout {layout!r} is not a canonical TMA shared layout "
+                        f"(a static 2-D (mn, k) layout, e.g. shared_layout(TMATile(...)))")
+    extents = tuple(product(m) for m in lin.shape)
+    mn, k = operand_shape(plan, role)
+    if extents[0] < mn or extents[1] < k:
+        raise LangError(f"{what}: {role!r} of {plan!r} reads a ({mn}, {k}) tile; the shared tile is only "
+                        f"{extents}")
+
+    def sub(shape):
+        modes = [_leading(s, d, e) for s, d, e in zip(lin.shape, lin.stride, shape)]
+        if None in modes:
+            raise LangError(f"{what}: the first {shape} elements of {layout!r} are not a sub-layout")
+        inner = Layout(tuple(m[0] for m in modes), tuple(m[1] for m in modes))
+        return inner if sw is None else ComposedLayout(sw, inner)
+
+    whole = sub((mn, k))
+    why = swizzled_structure_reason(whole, plan.dtype.itemsize)
+    if why is not None:
+        raise LangError(f"{what}: {role!r} is not a canonical shared-memory encoding: {why}")
+    st = swizzled_structure(sub((mn, plan.instr_k)), plan.dtype.itemsize)
+    if st is None:
+        raise LangError(f"{what}: one K={plan.instr_k} instruction of {role!r} is not a canonical encoding")
+    if plan.dtype.itemsize == 1 and st.major != "K":
+        raise LangError(f"{what}: fp8 operands must be K-major, got {st.major}-major")
+    steps = tuple(lin((0, i * plan.instr_k)) for i in range(plan.instructions))
+    return st, st.major, lin, steps
+
+
+class WGMMAOperand:
+    """A shared-memory WGMMA operand: the descriptor of its origin element (runtime u64) plus,
+    statically, the plan, role, encoding and the descriptor advance of every K instruction."""
+
+    def __init__(self, plan, role, structure, major, steps, desc):
+        self.plan, self.role, self.structure, self.major, self.steps, self.desc = (
+            plan, role, structure, major, steps, desc)
+
+    def __tylo_flatten__(self):
+        return [self.desc], (self.plan, self.role, self.structure, self.major, self.steps)
+
+    @classmethod
+    def __tylo_unflatten__(cls, static, leaves, ctx):
+        return cls(*static, leaves[0])
+
+    def __tylo_getattr__(self, ctx, name):
+        if name in ("plan", "role", "structure", "major", "desc"):
+            return getattr(self, name)
+        raise LangError(f"a WGMMA operand has no attribute '{name}'")
+
+    def __repr__(self):
+        return f"WGMMAOperand({self.role!r}, {self.plan!r}, {self.structure})"
+
+
+def _layout_extent(lin, axis: int) -> int:
+    from ...layouts.inttuple import product
+
+    return product(lin.shape[axis])
+
+
+def _static_int(x):
+    from ..indexing import unwrap
+
+    x = unwrap(x)
+    return x if isinstance(x, int) and not isinstance(x, bool) else None
+
+
+@builtin
+def wgmma_operand(plan, role, tile, origin=(0, 0), *, _ctx):
+    """The ``role`` operand of ``plan`` at logical ``origin`` (mn, k) of a shared tile.
+
+    ``tile`` is a SharedTile (or a window of one) whose logical shape is ``(mn, k)`` with a
+    canonical TMA layout (``shared_layout(plan)``; ``permutedims`` of it for the other major),
+    and whose allocation starts the swizzle pattern (``swizzle_period_bytes``). The
+    descriptor starts at the shared address of the origin element. Rules (seed): non-K
+    origins are multiples of 8, K origins multiples of 16 (checked when compile-time; a
+    runtime origin is the caller's contract). A role ``OperandA`` may instead be a
+    register Fragment: pass it to ``mma_async`` directly.
+    """
+    from ..indexing import wrap
+    from ..tiles import Tile, add_origin, coord_value
+
+    what = "wgmma_operand"
+    require_sm90a(_ctx, what)
+    if not isinstance(plan, WGMMA64):
+        raise LangError(f"{what}: the first argument must be a WGMMA64 plan, got {plan!r}")
+    if isinstance(role, type):
+        role = role()
+    if not isinstance(role, (OperandA, OperandB)):
+        raise LangError(f"{what}: the role must be OperandA or OperandB, got {role!r}")
+    if not isinstance(tile, Tile) or tile.space != "shared":
+        raise LangError(f"{what}: expected a SharedTile (e.g. shared_tile(tma_plan, ptr)), got {tile!r}")
+    if tile.dtype.itemsize != plan.dtype.itemsize or tile.dtype.name not in (plan.dtype.name, "u16", "u8"):
+        raise LangError(f"{what}: the shared tile holds {tile.dtype}, the plan {plan.dtype}")
+    origin = tuple(origin)
+    if len(origin) != 2:
+        raise LangError(f"{what}: the origin is (mn, k), got {origin!r}")
+    st, major, lin, steps = operand_encoding(plan, role, tile.layout, what)
+    total = tuple(add_origin(a, b) for a, b in zip(tile.origin, origin))
+    for axis, (o, rule) in enumerate(zip(total, (8, 16))):
+        v = _static_int(o) if not hasattr(o, "a") else None
+        if v is not None and v % rule:
+            name = "K" if axis == 1 else "non-K (mn)"
+            raise LangError(f"{what}: the {name} origin {v} must be a multiple of {rule}")
+        extent = _layout_extent(lin, axis)
+        if v is not None and not 0 <= v <= extent - operand_shape(plan, role)[axis]:
+            raise LangError(f"{what}: the operand at origin {total} leaves the tile {_layout_extent(lin, 0), _layout_extent(lin, 1)}")
+    # the unswizzled offset: under the origin rules the swizzle does not move the origin element,
+    # and the hardware applies the swizzle to the addresses it forms from the descriptor
+    from .. import core as L
+    from ..indexing import unwrap
+
+    ptr = tile.ptr
+    if any(_static_int(o) != 0 for o in total):
+        off = unwrap(lin(tuple(wrap(_ctx, coord_value(_ctx, o, T.i32), T.i32) for o in total)))
+        if not (isinstance(off, int) and off == 0):
+            ptr = L.offset(_ctx, ptr, off)
+    addr = _ctx.builder.value("nv.shared_address", [ptr], T.u32)
+    addr64 = L.cast(addr, T.u64, _ctx=_ctx)
+    desc = L.binary(_ctx, "+", L.binary(_ctx, ">>", addr64, 4), smem_descriptor(st, 0))
+    step_bytes = tuple(s * plan.dtype.itemsize for s in steps)
+    if any(b % 16 for b in step_bytes):
+        raise LangError(f"{what}: the K step of {role!r} is not a multiple of 16 bytes")
+    return WGMMAOperand(plan, role, st, major, tuple(b >> 4 for b in step_bytes), desc)
+
+
+def _no_math(what, hint):
+    def err(self, *args, **kwargs):
+        raise LangError(f"{what} has no arithmetic, comparison or attribute access; {hint}")
+    return err
+
+
+class PendingAccumulator:
+    """Accumulators of WGMMAs in flight (``mma_async``'s result). Registers are owned by the
+    asynchronous instructions: the only uses are ``wait_mma`` and further ``mma_async``."""
+
+    def __init__(self, plan: WGMMA64, parts):
+        self.plan = plan
+        self.parts = tuple(tuple(p) for p in parts)
+
+    def __tylo_flatten__(self):
+        return [v for p in self.parts for v in p], (self.plan, len(self.parts))
+
+    @classmethod
+    def __tylo_unflatten__(cls, static, leaves, ctx):
+        plan, p = static
+        n = len(leaves) // p
+        return cls(plan, [leaves[i * n:(i + 1) * n] for i in range(p)])
+
+    __tylo_binary__ = __tylo_compare__ = __tylo_unary__ = __tylo_getitem__ = __tylo_getattr__ = _no_math(
+        "a pending WGMMA accumulator", "wait_mma(pending) first")
+
+    def __repr__(self):
+        return f"PendingAccumulator({self.plan!r})"
+
+
+class PartialAccumulator:
+    """Completed accumulators of a plan with several partitions (one per K chain), not yet
+    summed: ``finish_mma`` sums them into a Fragment; ``mma_async`` continues them."""
+
+    def __init__(self, plan: WGMMA64, parts):
+        self.plan = plan
+        self.parts = tuple(tuple(p) for p in parts)
+
+    __tylo_flatten__ = PendingAccumulator.__tylo_flatten__
+    __tylo_unflatten__ = classmethod(PendingAccumulator.__tylo_unflatten__.__func__)
+    __tylo_binary__ = __tylo_compare__ = __tylo_unary__ = __tylo_getitem__ = __tylo_getattr__ = _no_math(
+        "a partial (partitioned) WGMMA accumulator", "finish_mma(acc) sums its partitions into a Fragment")
+
+    def __repr__(self):
+        return f"PartialAccumulator({self.plan!r})"
+
+
+def _zero_accumulator(plan: WGMMA64, ctx):
+    from ..fragment import Fragment
+
+    require_sm90a(ctx, "zero_accumulator")
+    zero = ctx.builder.constant(0.0, T.f32)
+    n = accumulator_registers(plan)
+    if plan.partitions == 1:
+        return Fragment(T.f32, accumulator_ownership(plan), [zero] * n)
+    return PartialAccumulator(plan, [[zero] * n for _ in range(plan.partitions)])
+
+
+WGMMA64.__tylo_zero_accumulator__ = lambda self, ctx: _zero_accumulator(self, ctx)
+
+
+def _acc_parts(plan, acc, what):
+    from ..fragment import Fragment
+    from ...layouts import same_distribution
+
+    if isinstance(acc, (PendingAccumulator, PartialAccumulator)):
+        if acc.plan != plan:
+            raise LangError(f"{what}: the accumulator belongs to {acc.plan!r}, not {plan!r}")
+        return [list(p) for p in acc.parts]
+    if isinstance(acc, Fragment):
+        if plan.partitions != 1:
+            raise LangError(f"{what}: {plan!r} has {plan.partitions} partitions; start from zero_accumulator(plan)")
+        own = accumulator_ownership(plan)
+        if acc.ownership != own and not same_distribution(acc.ownership, own):
+            raise LangError(f"{what}: the accumulator has ownership {acc.ownership.name or acc.ownership!r}, "
+                            f"{plan!r} needs {own.name}")
+        if acc.dtype != T.f32:
+            raise LangError(f"{what}: WGMMA accumulators are f32, got a {acc.dtype} fragment")
+        return [list(acc.values)]
+    raise LangError(f"{what}: expected an accumulator (zero_accumulator(plan), wait_mma's result or a pending "
+                    f"accumulator), got {acc!r}")
+
+
+def _a_registers(ctx, plan, a, what):
+    from ..fragment import Fragment, PackedFragment, pack
+    from ...layouts import same_distribution
+
+    own = a_register_ownership(plan)
+    if isinstance(a, PackedFragment):
+        if a.dtype != plan.dtype:
+            raise LangError(f"{what}: register A holds {a.dtype}, the plan {plan.dtype}")
+        words = list(a.words)
+    elif isinstance(a, Fragment):
+        if a.dtype != plan.dtype:
+            raise LangError(f"{what}: register A must hold {plan.dtype}; convert with pack({plan.dtype}, f) "
+                            f"or .astype(tylo.{plan.dtype}), got a {a.dtype} fragment")
+        words = list(pack(plan.dtype, a, _ctx=ctx).words)   # exact: the values are already 16-bit
+    else:
+        raise LangError(f"{what}: A is a wgmma_operand(plan, OperandA, ...) or a register Fragment, got {a!r}")
+    if a.ownership != own and not same_distribution(a.ownership, own):
+        raise LangError(f"{what}: register A has ownership {a.ownership.name or a.ownership!r}; {plan!r} needs "
+                        f"{own.name} (a_register_ownership(plan))")
+    return words
+
+
+def _advance(ctx, desc, step: int):
+    from .. import core as L
+
+    return desc if not step else L.binary(ctx, "+", desc, step)
+
+
+@builtin
+def mma_async(plan, a, b, acc, *, _ctx):
+    """``wgmma.fence``; the plan's ``K / instr_k`` instructions (instruction ``i`` on partition
+    ``i % partitions``, descriptors advanced along K); ``wgmma.commit_group``. Returns a
+    ``PendingAccumulator``. All 128 threads of the warpgroup execute it."""
+    what = "mma_async"
+    require_sm90a(_ctx, what)
+    if not isinstance(plan, WGMMA64):
+        raise LangError(f"{what}: the first argument must be a WGMMA64 plan, got {plan!r}")
+    if not (isinstance(b, WGMMAOperand) and isinstance(b.role, OperandB)):
+        raise LangError(f"{what}: B must be wgmma_operand(plan, OperandB, tile, origin), got {b!r}")
+    if b.plan != plan:
+        raise LangError(f"{what}: B was made for {b.plan!r}, not {plan!r}")
+    a_regs = None
+    if isinstance(a, WGMMAOperand):
+        if not isinstance(a.role, OperandA):
+            raise LangError(f"{what}: the A argument is an {a.role!r} operand")
+        if a.plan != plan:
+            raise LangError(f"{what}: A was made for {a.plan!r}, not {plan!r}")
+        a_major = a.major
+    else:
+        a_regs = _a_registers(_ctx, plan, a, what)
+        a_major = "K"
+    ins = wgmma_instruction(plan, a_major, b.major)
+    parts = _acc_parts(plan, acc, what)
+    flat = wgmma_fence(tuple(v for p in parts for v in p), _ctx=_ctx)
+    n = accumulator_registers(plan)
+    parts = [list(flat[i * n:(i + 1) * n]) for i in range(len(parts))]
+    one = _ctx.builder.constant(1, T.i32)
+    for i in range(plan.instructions):
+        pi = i % plan.partitions
+        db = _advance(_ctx, b.desc, b.steps[i])
+        if a_regs is None:
+            da = _advance(_ctx, a.desc, a.steps[i])
+            op = _ctx.builder.create("nv.wgmma.mma_async", [da, db, one, *parts[pi]], [T.f32] * n,
+                                     {"shape": ins.shape, "dtype": ins.dtype, "n": plan.n, "immediates": ins.immediates})
+        else:
+            imms = ins.immediates[:2] + ins.immediates[3:]   # no imm-trans-a with A in registers
+            words = a_regs[4 * i:4 * i + 4]
+            op = _ctx.builder.create("nv.wgmma.mma_async_rs", [*words, db, one, *parts[pi]], [T.f32] * n,
+                                     {"shape": ins.shape, "dtype": ins.dtype, "n": plan.n, "immediates": imms, "a_regs": 4})
+        parts[pi] = list(op.results)
+    wgmma_commit_group(_ctx=_ctx)
+    return PendingAccumulator(plan, parts)
+
+
+@builtin
+def wait_mma(pending, n=0, *, _ctx):
+    """``wgmma.wait_group n`` with the accumulator registers tied through it. ``n == 0``: the
+    completed accumulator (a Fragment, or a PartialAccumulator for several partitions); ``n > 0``:
+    still a PendingAccumulator (its newest ``n`` groups may be in flight)."""
+    from ..fragment import Fragment
+
+    if not isinstance(pending, PendingAccumulator):
+        raise LangError(f"wait_mma takes mma_async's pending accumulator, got {pending!r}")
+    plan = pending.plan
+    flat = wgmma_wait_group(n, tuple(v for p in pending.parts for v in p), _ctx=_ctx)
+    k = accumulator_registers(plan)
+    parts = [flat[i * k:(i + 1) * k] for i in range(len(pending.parts))]
+    if n:
+        return PendingAccumulator(plan, parts)
+    if plan.partitions == 1:
+        return Fragment(T.f32, accumulator_ownership(plan), parts[0])
+    return PartialAccumulator(plan, parts)
+
+
+@builtin
+def finish_mma(acc, *, _ctx):
+    """A plain f32 Fragment with ``accumulator_ownership(plan)``: the partitions summed."""
+    from ..fragment import Fragment
+    from .. import core as L
+
+    if isinstance(acc, Fragment):
+        return acc
+    if isinstance(acc, PendingAccumulator):
+        raise LangError("finish_mma: the accumulator is still pending; wait_mma(pending) first")
+    if not isinstance(acc, PartialAccumulator):
+        raise LangError(f"finish_mma takes wait_mma's result, got {acc!r}")
+    vals = list(acc.parts[0])
+    for p in acc.parts[1:]:
+        vals = [L.binary(_ctx, "+", x, y) for x, y in zip(vals, p)]
+    return Fragment(T.f32, accumulator_ownership(acc.plan), vals)
