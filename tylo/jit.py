@@ -397,8 +397,10 @@ class JITFunction:
         spec = self._spec_from_signature(signature, constexprs)
         return self._compile(spec, arch, maxntid=_dim3(block, "block") if block is not None else None)
 
-    def lower(self, signature=None, arch: str = "sm_90a", constexprs: dict | None = None, block=None):
-        """The kernel's IR (``tylo.ir.Kernel``) after the passes, for a signature: no LLVM, no cache."""
+    def lower(self, signature=None, arch: str = "sm_90a", constexprs: dict | None = None, block=None,
+              passes: bool = True):
+        """The kernel's IR (``tylo.ir.Kernel``) after the passes (before them with ``passes=False``,
+        to check the passes against it in the interpreter), for a signature: no LLVM, no cache."""
         from .frontend import generate_kernel
         from .ir import run_passes
 
@@ -406,7 +408,7 @@ class JITFunction:
         _, params = _describe_spec(self.params, self._spec_from_signature(signature, constexprs))
         kernel = generate_kernel(self.fn, self.fn.__name__, params, arch,
                                  _dim3(block, "block") if block is not None else None)
-        return run_passes(kernel)
+        return run_passes(kernel) if passes else kernel
 
     def _spec_from_signature(self, signature, constexprs):
         constexprs = dict(constexprs or {})
