@@ -502,6 +502,7 @@ class JITFunction:
 
     def _build(self, params, target, maxntid, sig_text, key) -> CompiledKernel:
         from .codegen import llvm_to_ptx, lower_kernel, ptx_to_cubin
+        from .codegen.compile import AssemblerError, LLVMFailure
         from .codegen.llvm import LoweringError, shared_memory_plan
         from .frontend import generate_kernel
         from .ir import print_kernel, run_passes
@@ -517,9 +518,12 @@ class JITFunction:
             llvm_ir = lower_kernel(kernel, target)
         except LoweringError as exc:
             raise _compile_error_at(exc.message, exc.loc) from exc
-        ptx = llvm_to_ptx(llvm_ir, target)
-        t3 = time.perf_counter()
-        cubin, resources, _log = ptx_to_cubin(ptx, target, self.fn.__name__)
+        try:  # past the frontend every failure is tylo's: say so, at the kernel's line
+            ptx = llvm_to_ptx(llvm_ir, target)
+            t3 = time.perf_counter()
+            cubin, resources, _log = ptx_to_cubin(ptx, target, self.fn.__name__)
+        except (LLVMFailure, AssemblerError) as exc:
+            raise _compile_error_at(str(exc), kernel.loc) from exc
         t4 = time.perf_counter()
         times = {"frontend": (t1 - t0) * 1e3, "passes": (t2 - t1) * 1e3, "llvm": (t3 - t2) * 1e3,
                  "assemble": (t4 - t3) * 1e3, "total": (t4 - t0) * 1e3}
@@ -555,7 +559,8 @@ def _compile_error_at(message, loc):
     from .frontend.errors import CompileError
 
     line = linecache.getline(loc.filename, loc.lineno) or None
-    return CompileError(f"internal compiler error: {message}", loc.filename, loc.lineno, loc.col, line)
+    return CompileError(f"internal compiler error (a bug in tylo, not in the kernel; please report it): {message}",
+                        loc.filename, loc.lineno, loc.col, line)
 
 
 def _param_type(part):

@@ -12,6 +12,7 @@ import struct
 
 from ..ir import types as T
 from ..ir.core import Block, Kernel, Op, Value
+from ..ir.scalars import round_float
 from ..ir.types import PointerType, ScalarType
 from .targets import Target
 
@@ -65,17 +66,18 @@ def llvm_type(t, memory: bool = False) -> str:
 
 
 def _float_literal(value: float, t: ScalarType) -> str:
-    if t.name == "f16":
+    """An LLVM literal of float type ``t`` for ``value`` rounded once to ``t`` (out of range: inf,
+    as IEEE rounding gives; docs/language.md), so LLVM's parser never sees an invalid constant:
+    f16/bf16 as their bits, f32/f64 as the hex of the (exactly representable) double."""
+    value = round_float(value, t)
+    if t.name in ("f16", "bf16"):
         import numpy as np
-        bits = int(np.array(value, dtype=np.float16).view(np.uint16))
-        return f"0xH{bits:04X}"
-    if t.name == "bf16":
-        import ml_dtypes
-        import numpy as np
-        bits = int(np.array(value, dtype=ml_dtypes.bfloat16).view(np.uint16))
-        return f"0xR{bits:04X}"
-    if t.name == "f32":
-        value = struct.unpack("f", struct.pack("f", value))[0] if value == value and abs(value) < 3.5e38 else value
+        dtype = np.float16
+        if t.name == "bf16":
+            import ml_dtypes
+            dtype = ml_dtypes.bfloat16
+        bits = int(np.array(value, dtype=dtype).view(np.uint16))  # exact: value is a t already
+        return f"0x{'H' if t.name == 'f16' else 'R'}{bits:04X}"
     return "0x%016X" % struct.unpack("<Q", struct.pack("<d", value))[0]
 
 
@@ -88,6 +90,7 @@ class _Lowering:
         self.lines: list[str] = []
         self.block_label = "entry"
         self.declares: set[str] = set()
+        self.declared: dict[str, str] = {}  # function name -> its declaration
         self.globals: list[str] = []
         self.loop_md: list[int] = []
 
@@ -121,6 +124,12 @@ class _Lowering:
         self.block_label = label
 
     def declare(self, text: str):
+        """Declare a function once; the same name with another signature is a tylo bug that LLVM's
+        parser would report as a redefinition without a source line, so it is caught here."""
+        name = text[text.index("@"):text.index("(", text.index("@"))]
+        prior = self.declared.setdefault(name, text)
+        if prior != text:
+            raise ValueError(f"two declarations of {name}: '{prior}' and '{text}'")
         self.declares.add(text)
 
     def asm(self, template: str, constraints: str, out_types=(), args=(), side_effects: bool = False,
@@ -383,7 +392,8 @@ class _Lowering:
             self.emit(f"{half} = bitcast i16 {lo} to half")
             return self.convert(half, T.f16, d)
         if d.is_fp8:
-            f = self.convert(x, s, T.f32) if s != T.f32 else x
+            # f64 -> f32 -> fp8 would round twice: round to odd in f32 first (exact otherwise)
+            f = self._f32_round_to_odd(x, s) if s == T.f64 else self.convert(x, s, T.f32) if s != T.f32 else x
             r16 = self.fresh()
             self.emit(f"{r16} = {ptx_core.f32_to_fp8(d.name, f)}")
             self.emit(f"{name} = trunc i16 {r16} to i8")
@@ -397,6 +407,13 @@ class _Lowering:
                 ext = "sext" if s.is_signed else "zext"
                 self.emit(f"{name} = {ext} {ls} {x} to {ld}")
             return name
+        if s.is_float and d.is_bool:  # C: non-zero (and NaN) is true
+            self.emit(f"{name} = fcmp une {ls} {x}, {_float_literal(0.0, s)}")
+            return name
+        if s.is_int and s.bits > 24 and d == T.bf16 and self.target.sm < 90:
+            # before sm_90 there is no cvt.rn.bf16.s32/s64 and LLVM goes through an f32 rounded
+            # to nearest (two roundings): round to odd in f32, then once to bf16
+            return self.convert(self._f32_round_to_odd(x, s), T.f32, d)
         if (s.is_int or s.is_bool) and d.is_float:
             self.emit(f"{name} = {'sitofp' if s.is_signed else 'uitofp'} {ls} {x} to {ld}")
             return name
@@ -408,14 +425,60 @@ class _Lowering:
         if s.is_float and d.is_float:
             if s.bits == d.bits:  # f16 <-> bf16 through f32
                 return self.convert(self.convert(x, s, T.f32), T.f32, d)
+            if s == T.bf16:
+                return self.convert(self._bf16_to_f32(x), T.f32, d)
             self.emit(f"{name} = {'fpext' if d.bits > s.bits else 'fptrunc'} {ls} {x} to {ld}")
             return name
         raise NotImplementedError(f"conversion {s} -> {d}")
+
+    def _bf16_to_f32(self, x: str) -> str:
+        """bf16 -> f32 exactly, as bits (a bf16 is the high half of an f32). Not ``fpext``:
+        InstCombine shrinks ``fptrunc(frem(fpext half, fpext bfloat))`` by casting a bfloat to
+        half, an invalid cast that trips an assertion and aborts the process (LLVM 22)."""
+        b16, b32, hi, f = self.fresh(), self.fresh(), self.fresh(), self.fresh()
+        self.emit(f"{b16} = bitcast bfloat {x} to i16")
+        self.emit(f"{b32} = zext i16 {b16} to i32")
+        self.emit(f"{hi} = shl i32 {b32}, 16")
+        self.emit(f"{f} = bitcast i32 {hi} to float")
+        return f
+
+    def _f32_round_to_odd(self, x: str, s: ScalarType) -> str:
+        """``x`` (an integer of 32 or 64 bits, or an f64) rounded to f32 toward zero, with the last
+        bit set when that was inexact ("round to odd"): rounding this f32 once more to a format
+        of at most 22 bits (bf16, fp8) gives the correctly rounded result of ``x``."""
+        ls = llvm_type(s)
+        if s.is_int:
+            kind = ("s" if s.is_signed else "u") + str(s.bits)
+            (f,) = self.asm(f"cvt.rz.f32.{kind} $0, $1;", "=f," + ("l" if s.bits == 64 else "r"), ["float"],
+                            [(ls, x)])
+            back, inexact = self.fresh(), self.fresh()
+            # |f| <= |x|: converting back cannot overflow
+            self.emit(f"{back} = {'fptosi' if s.is_signed else 'fptoui'} float {f} to {ls}")
+            self.emit(f"{inexact} = icmp ne {ls} {back}, {x}")
+        else:
+            (f,) = self.asm("cvt.rz.f32.f64 $0, $1;", "=f,d", ["float"], [("double", x)])
+            back, inexact = self.fresh(), self.fresh()
+            self.emit(f"{back} = fpext float {f} to double")
+            self.emit(f"{inexact} = fcmp une double {back}, {x}")  # NaN: stays NaN with the bit set
+        bits, sticky, odd, out = self.fresh(), self.fresh(), self.fresh(), self.fresh()
+        self.emit(f"{bits} = bitcast float {f} to i32")
+        self.emit(f"{sticky} = zext i1 {inexact} to i32")
+        self.emit(f"{odd} = or i32 {bits}, {sticky}")
+        self.emit(f"{out} = bitcast i32 {odd} to float")
+        return out
 
     # -- math -----------------------------------------------------------------------
     def _math(self, op, fn):
         t = op.results[0].type
         x = self.ref(op.operands[0])
+        if t.is_int:
+            if fn != "abs":
+                raise NotImplementedError(f"{fn} on {t}")
+            # llvm.abs with INT_MIN not poison: abs(INT_MIN) wraps to INT_MIN, as on the GPU (abs.s32)
+            lt = llvm_type(t)
+            self.declare(f"declare {lt} @llvm.abs.{lt}({lt}, i1)")
+            self._result(op, f"call {lt} @llvm.abs.{lt}({lt} {x}, i1 false)")
+            return
         if t in (T.f16, T.bf16):
             # compute in f32, round once
             xf = self.convert(x, t, T.f32)
