@@ -293,7 +293,23 @@ class _Lowering:
         self._binary(op, "fdiv", "fdiv")
 
     def op_arith_frem(self, op):
-        self._binary(op, "frem", "frem")
+        """``frem``, with operands widened from bf16 rebuilt from their bits: LLVM 22's InstCombine
+        narrows ``fptrunc(frem(fpext a, fpext b))`` to one 16-bit type with ``CreateFPCast`` and asserts
+        (aborting the process) when that is a bfloat <-> half cast; it does not look through bits."""
+        t = op.results[0].type
+        a, b = (self._frem_operand(v) for v in op.operands)
+        self._result(op, f"frem {llvm_type(t)} {a}, {b}")
+
+    def _frem_operand(self, v: Value) -> str:
+        cast = v.owner
+        if not (isinstance(cast, Op) and cast.name == "arith.cast" and cast.operands[0].type == T.bf16):
+            return self.ref(v)
+        b16, b32, hi, f = self.fresh(), self.fresh(), self.fresh(), self.fresh()
+        self.emit(f"{b16} = bitcast bfloat {self.ref(cast.operands[0])} to i16")
+        self.emit(f"{b32} = zext i16 {b16} to i32")
+        self.emit(f"{hi} = shl i32 {b32}, 16")  # a bf16 is the high half of the f32 it equals
+        self.emit(f"{f} = bitcast i32 {hi} to float")
+        return self.convert(f, T.f32, v.type)
 
     def op_arith_idiv(self, op):
         self._binary(op, "sdiv", None, "udiv")
@@ -425,22 +441,9 @@ class _Lowering:
         if s.is_float and d.is_float:
             if s.bits == d.bits:  # f16 <-> bf16 through f32
                 return self.convert(self.convert(x, s, T.f32), T.f32, d)
-            if s == T.bf16:
-                return self.convert(self._bf16_to_f32(x), T.f32, d)
             self.emit(f"{name} = {'fpext' if d.bits > s.bits else 'fptrunc'} {ls} {x} to {ld}")
             return name
         raise NotImplementedError(f"conversion {s} -> {d}")
-
-    def _bf16_to_f32(self, x: str) -> str:
-        """bf16 -> f32 exactly, as bits (a bf16 is the high half of an f32). Not ``fpext``:
-        InstCombine shrinks ``fptrunc(frem(fpext half, fpext bfloat))`` by casting a bfloat to
-        half, an invalid cast that trips an assertion and aborts the process (LLVM 22)."""
-        b16, b32, hi, f = self.fresh(), self.fresh(), self.fresh(), self.fresh()
-        self.emit(f"{b16} = bitcast bfloat {x} to i16")
-        self.emit(f"{b32} = zext i16 {b16} to i32")
-        self.emit(f"{hi} = shl i32 {b32}, 16")
-        self.emit(f"{f} = bitcast i32 {hi} to float")
-        return f
 
     def _f32_round_to_odd(self, x: str, s: ScalarType) -> str:
         """``x`` (an integer of 32 or 64 bits, or an f64) rounded to f32 toward zero, with the last
