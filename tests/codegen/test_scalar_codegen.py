@@ -229,3 +229,56 @@ def test_f64_to_fp8_rounds_once(tmp_path):
     kernel, sig = _conversion_kernel(tmp_path, "f64", ["f8e4m3", "f8e5m2"])
     ptx = kernel.compile(signature=sig, arch="sm_90a").ptx
     assert "cvt.rz.f32.f64" in ptx and "cvt.rn.f32.f64" not in ptx
+
+
+_LD_PARAM = re.compile(r"ld\.param\.b64\s+(%rd\d+), \[\w+_param_(\d+)\];")
+_ST_IMM = re.compile(r"st\.global(?:\.v(\d))?\.b(\d+)\s+\[(%rd\d+)(?:\+(\d+))?\], \{?([^;}]+)\}?;")
+
+
+def _immediate(text: str, bits: int) -> int:
+    text = text.strip()
+    if text[:2] in ("0f", "0d"):
+        value = int(text[2:], 16)
+    else:
+        value = int(text, 0)
+    return value & ((1 << bits) - 1)
+
+
+def _stored_constants(ptx: str) -> dict:
+    """{(parameter index, byte offset): bits} of the immediates a fully folded kernel stores."""
+    regs = {r: int(i) for r, i in _LD_PARAM.findall(ptx)}
+    out = {}
+    for vec, bits, reg, off, values in _ST_IMM.findall(ptx):
+        bits, off = int(bits), int(off or 0)
+        for k, v in enumerate(values.split(",")):
+            out[(regs[reg], off + k * bits // 8)] = _immediate(v, bits)
+    return out
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("src", [t for t in ref.SCALARS if t not in ref.FP8_MAX])
+def test_folded_constants_reach_the_ptx_bit_exact(tmp_path, arch, src):
+    """``tylo.<src>(v).to(<dst>)`` folds to a constant that LLVM must receive exactly: the immediates
+    of the PTX stores equal the model's bits (out-of-range floats are inf, no invalid constant)."""
+    values = [v.item() if src != "bool" else bool(v) for v in ref.values_of(src)]
+    dsts = [d for d in ref.SCALARS if d != src and d not in ref.FP8_MAX]
+    spelled = {"bool": "bool_"}
+    lines = []
+    for d in dsts:
+        for j, v in enumerate(values):
+            lit = repr(v) if not isinstance(v, float) or np.isfinite(v) else f"float('{v}')"
+            lines.append(f"    o_{d}[{j}] = tylo.{spelled.get(src, src)}({lit}).to(tylo.{spelled.get(d, d)})")
+    text = f"import tylo\n\n@tylo.jit\ndef folded_{src}({', '.join('o_' + d for d in dsts)}):\n" + "\n".join(lines) + "\n"
+    kernel = getattr(_module(tmp_path, f"folded_{src}", text), f"folded_{src}")
+    ck = kernel.compile(signature=", ".join(f"*{d}" for d in dsts), arch=arch)
+    assert "cvt" not in ck.ptx  # everything folded
+    stored = _stored_constants(ck.ptx)
+    for i, d in enumerate(dsts):
+        dtype = np.dtype(np.uint8 if d == "bool" else ref.NP[d])
+        for j, v in enumerate(values):
+            want = np.array([ref.convert(v, src, d)], dtype).view(f"u{dtype.itemsize}")[0]
+            got = stored.get((i, j * dtype.itemsize))
+            if isinstance(ref.convert(v, src, d), float) and np.isnan(ref.convert(v, src, d)):
+                assert got is not None
+                continue
+            assert got == int(want), f"{src}({v!r}) -> {d} on {arch}: stored {got!r}, documented {int(want):#x}"

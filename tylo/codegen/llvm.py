@@ -414,6 +414,9 @@ class _Lowering:
             self.emit(f"{r16} = {ptx_core.f32_to_fp8(d.name, f)}")
             self.emit(f"{name} = trunc i16 {r16} to i8")
             return name
+        if s.is_int and d.is_bool:  # C: non-zero is true (not the low bit)
+            self.emit(f"{name} = icmp ne {ls} {x}, 0")
+            return name
         if (s.is_int or s.is_bool) and (d.is_int or d.is_bool):
             if d.bits == s.bits:
                 return x
