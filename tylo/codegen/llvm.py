@@ -123,6 +123,10 @@ class _Lowering:
         self.lines.append(f"{label}:")
         self.block_label = label
 
+    def define(self, text: str):
+        """Add a helper function's definition (an internal, always-inlined function) once."""
+        self.declare(text)
+
     def declare(self, text: str):
         """Declare a function once; the same name with another signature is a tylo bug that LLVM's
         parser would report as a redefinition without a source line, so it is caught here."""
@@ -293,23 +297,28 @@ class _Lowering:
         self._binary(op, "fdiv", "fdiv")
 
     def op_arith_frem(self, op):
-        """``frem``, with operands widened from bf16 rebuilt from their bits: LLVM 22's InstCombine
-        narrows ``fptrunc(frem(fpext a, fpext b))`` to one 16-bit type with ``CreateFPCast`` and asserts
-        (aborting the process) when that is a bfloat <-> half cast; it does not look through bits."""
+        """C's ``fmod``, exactly: NVPTX expands LLVM's ``frem`` as ``x - trunc(x / y) * y``, which is
+        wrong once the quotient is not exact (1e10 % 3 gave 256). f32 and f64 call an exact
+        shift-and-subtract routine (inlined); f16/bf16 run it in f32, whose result is exact in the type.
+        No ``frem`` reaches LLVM, which also keeps LLVM 22's InstCombine from narrowing
+        ``fptrunc(frem(fpext half, fpext bfloat))`` with an invalid bfloat <-> half cast (an assertion
+        that aborted the process)."""
         t = op.results[0].type
-        a, b = (self._frem_operand(v) for v in op.operands)
-        self._result(op, f"frem {llvm_type(t)} {a}, {b}")
+        if t.bits < 32:
+            a, b = (self.convert(self.ref(v), t, T.f32) for v in op.operands)
+            self.bind(op.results[0], self.convert(self._fmod(a, b, T.f32), T.f32, t))
+            return
+        a, b = (self.ref(v) for v in op.operands)
+        self.bind(op.results[0], self._fmod(a, b, t))
 
-    def _frem_operand(self, v: Value) -> str:
-        cast = v.owner
-        if not (isinstance(cast, Op) and cast.name == "arith.cast" and cast.operands[0].type == T.bf16):
-            return self.ref(v)
-        b16, b32, hi, f = self.fresh(), self.fresh(), self.fresh(), self.fresh()
-        self.emit(f"{b16} = bitcast bfloat {self.ref(cast.operands[0])} to i16")
-        self.emit(f"{b32} = zext i16 {b16} to i32")
-        self.emit(f"{hi} = shl i32 {b32}, 16")  # a bf16 is the high half of the f32 it equals
-        self.emit(f"{f} = bitcast i32 {hi} to float")
-        return self.convert(f, T.f32, v.type)
+    def _fmod(self, a: str, b: str, t: ScalarType) -> str:
+        name, text = fmod_function(t.bits)
+        self.define(text)
+        self.declare(f"declare i{t.bits} @llvm.ctlz.i{t.bits}(i{t.bits}, i1)")
+        r = self.fresh()
+        lt = llvm_type(t)
+        self.emit(f"{r} = call {lt} @{name}({lt} {a}, {lt} {b})")
+        return r
 
     def op_arith_idiv(self, op):
         self._binary(op, "sdiv", None, "udiv")
@@ -859,6 +868,103 @@ def shared_memory_plan(kernel: Kernel) -> tuple[dict, int]:
         offsets[sym] = total
         total += count * dtype.itemsize
     return offsets, total
+
+
+def fmod_function(bits: int) -> tuple[str, str]:
+    """An exact C ``fmod`` for the IEEE format of ``bits`` (32 or 64) as LLVM IR: the name and the
+    definition. Integer shift-and-subtract on the significands (each step exact), one step per
+    binade between the operands, subnormals normalised with ctlz; NaN for y = 0, NaN y, inf/NaN x."""
+    m = {32: 23, 64: 52}[bits]           # stored significand bits
+    e_bits = bits - 1 - m
+    i = f"i{bits}"
+    f = {32: "float", 64: "double"}[bits]
+    name = f"__tylo_fmod_f{bits}"
+    sign = -(1 << (bits - 1))
+    absmask = (1 << (bits - 1)) - 1
+    inf = ((1 << e_bits) - 1) << m
+    mmask = (1 << m) - 1
+    hidden = 1 << m
+    lead = bits - 1 - m                  # ctlz of a normalised significand
+
+    def normalise(v):
+        return f"""  %m{v}0 = and {i} %a{v}, {mmask}
+  %e{v}0 = lshr {i} %a{v}, {m}
+  %sub{v} = icmp eq {i} %e{v}0, 0
+  %lz{v} = call {i} @llvm.ctlz.{i}({i} %m{v}0, i1 false)
+  %sh{v} = sub {i} %lz{v}, {lead}
+  %ms{v} = shl {i} %m{v}0, %sh{v}
+  %es{v} = sub {i} 1, %sh{v}
+  %mn{v} = or {i} %m{v}0, {hidden}
+  %m{v} = select i1 %sub{v}, {i} %ms{v}, {i} %mn{v}
+  %e{v} = select i1 %sub{v}, {i} %es{v}, {i} %e{v}0
+"""
+
+    text = f"""define internal {f} @{name}({f} %x, {f} %y) alwaysinline {{
+entry:
+  %ux = bitcast {f} %x to {i}
+  %uy = bitcast {f} %y to {i}
+  %ax = and {i} %ux, {absmask}
+  %ay = and {i} %uy, {absmask}
+  %sx = and {i} %ux, {sign}
+  %yzero = icmp eq {i} %ay, 0
+  %ynan = icmp ugt {i} %ay, {inf}
+  %xinf = icmp uge {i} %ax, {inf}
+  %bad0 = or i1 %yzero, %ynan
+  %bad = or i1 %bad0, %xinf
+  br i1 %bad, label %nan, label %check
+nan:
+  ret {f} 0x7FF8000000000000
+check:
+  %le = icmp ule {i} %ax, %ay
+  br i1 %le, label %small, label %norm
+small:
+  %eq = icmp eq {i} %ax, %ay
+  %sz = bitcast {i} %sx to {f}
+  %r0 = select i1 %eq, {f} %sz, {f} %x
+  ret {f} %r0
+norm:
+{normalise("x")}{normalise("y")}  br label %loop
+loop:
+  %mm = phi {i} [ %mx, %norm ], [ %mnext, %step ]
+  %ee = phi {i} [ %ex, %norm ], [ %enext, %step ]
+  %more = icmp sgt {i} %ee, %ey
+  br i1 %more, label %body, label %tail
+body:
+  %d = sub {i} %mm, %my
+  %dz = icmp eq {i} %d, 0
+  br i1 %dz, label %zero, label %step
+step:
+  %dneg = icmp slt {i} %d, 0
+  %m1 = select i1 %dneg, {i} %mm, {i} %d
+  %mnext = shl {i} %m1, 1
+  %enext = sub {i} %ee, 1
+  br label %loop
+zero:
+  %zs = bitcast {i} %sx to {f}
+  ret {f} %zs
+tail:
+  %d2 = sub {i} %mm, %my
+  %d2z = icmp eq {i} %d2, 0
+  br i1 %d2z, label %zero, label %fin
+fin:
+  %d2neg = icmp slt {i} %d2, 0
+  %m2 = select i1 %d2neg, {i} %mm, {i} %d2
+  %lz = call {i} @llvm.ctlz.{i}({i} %m2, i1 false)
+  %sh = sub {i} %lz, {lead}
+  %m3 = shl {i} %m2, %sh
+  %e3 = sub {i} %ee, %sh
+  %isnorm = icmp sgt {i} %e3, 0
+  %mn = sub {i} %m3, {hidden}
+  %eb = shl {i} %e3, {m}
+  %rn = or {i} %mn, %eb
+  %subsh = sub {i} 1, %e3
+  %rs = lshr {i} %m3, %subsh
+  %r = select i1 %isnorm, {i} %rn, {i} %rs
+  %rsg = or {i} %r, %sx
+  %res = bitcast {i} %rsg to {f}
+  ret {f} %res
+}}"""
+    return name, text
 
 
 def _intrinsic_suffix(t: ScalarType) -> str:
