@@ -8,7 +8,6 @@ import os
 import re
 import subprocess
 import sys
-import textwrap
 
 import numpy as np
 import pytest
@@ -268,7 +267,8 @@ def test_folded_constants_reach_the_ptx_bit_exact(tmp_path, arch, src):
         for j, v in enumerate(values):
             lit = repr(v) if not isinstance(v, float) or np.isfinite(v) else f"float('{v}')"
             lines.append(f"    o_{d}[{j}] = tylo.{spelled.get(src, src)}({lit}).to(tylo.{spelled.get(d, d)})")
-    text = f"import tylo\n\n@tylo.jit\ndef folded_{src}({', '.join('o_' + d for d in dsts)}):\n" + "\n".join(lines) + "\n"
+    header = f"import tylo\n\n@tylo.jit\ndef folded_{src}({', '.join('o_' + d for d in dsts)}):\n"
+    text = header + "\n".join(lines) + "\n"
     kernel = getattr(_module(tmp_path, f"folded_{src}", text), f"folded_{src}")
     ck = kernel.compile(signature=", ".join(f"*{d}" for d in dsts), arch=arch)
     assert "cvt" not in ck.ptx  # everything folded

@@ -19,7 +19,8 @@ pytestmark = pytest.mark.gpu
 def _kernel(tmp_path, src, dsts):
     params = ", ".join(f"o_{d}" for d in dsts)
     body = "\n".join(f"    o_{d}[i] = v.to(tylo.{d if d != 'bool' else 'bool_'})" for d in dsts)
-    text = f"import tylo\n\n@tylo.jit\ndef gpu_cast_{src}(x, {params}):\n    i = tylo.thread_idx.x\n    v = x[i]\n{body}\n"
+    text = (f"import tylo\n\n@tylo.jit\ndef gpu_cast_{src}(x, {params}):\n"
+            f"    i = tylo.thread_idx.x\n    v = x[i]\n{body}\n")
     path = tmp_path / f"gpu_cast_{src}.py"
     path.write_text(text)
     spec = importlib.util.spec_from_file_location(path.stem, path)
@@ -96,4 +97,5 @@ def test_float_remainder_is_cs_fmod_on_the_gpu(arch):
         want32, want64 = np.fmod(x32, y32), np.fmod(x64, y64)
     for got, want in ((dev[0].to_host(), want32), (dev[1].to_host(), want64)):
         same = (got.view(f"u{got.itemsize}") == want.view(f"u{got.itemsize}")) | (np.isnan(got) & np.isnan(want))
-        assert same.all(), f"{(~same).sum()} of {n} differ, e.g. x={x32[~same][:3] if got.itemsize == 4 else x64[~same][:3]}"
+        xs = x32 if got.itemsize == 4 else x64
+        assert same.all(), f"{(~same).sum()} of {n} differ, e.g. x={xs[~same][:3]}"

@@ -52,7 +52,8 @@ def test_folded_constant_casts_match_the_model_and_the_unfolded_program(tmp_path
     values = [_py(v, src) for v in ref.values_of(src)]
     dsts = [d for d in ref.SCALARS if d != src]
     params = ", ".join(f"o_{d}" for d in dsts)
-    body = [f"    o_{d}[{j}] = tylo.{'bool_' if src == 'bool' else src}({_literal(v, src)}).to(tylo.{d if d != 'bool' else 'bool_'})"
+    spelled = {"bool": "bool_"}
+    body = [f"    o_{d}[{j}] = tylo.{spelled.get(src, src)}({_literal(v, src)}).to(tylo.{spelled.get(d, d)})"
             for d in dsts for j, v in enumerate(values)]
     src_text = f"import tylo\n\n@tylo.jit\ndef k({params}):\n" + "\n".join(body) + "\n"
     kernel = _module(tmp_path, f"fold_{src}", src_text).k

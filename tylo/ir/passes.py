@@ -2,8 +2,9 @@
 
 Each pass mutates the kernel in place; ``run_passes`` verifies after each.
 Folding follows the target's semantics exactly (fixed-width wrap-around,
-C-style truncating division), so a folded program computes what the
-unfolded one would have.
+C-style truncating division, every float rounded once to its type: see
+ir/scalars.py), so a folded program computes what the unfolded one would
+have.
 """
 from __future__ import annotations
 
