@@ -103,7 +103,10 @@ def _fold(op: Op):
         # exact in rationals, then one rounding: what IEEE add/sub/mul of the type computes
         # (f16/bf16 on the GPU compute in f32 and round once, which is the same: f32 holds
         # more than twice their precision)
-        return round_float(_FLOAT_BINARY[name](Fraction(vals[0]), Fraction(vals[1])), t)
+        fn = _FLOAT_BINARY[name]
+        exact = fn(Fraction(vals[0]), Fraction(vals[1]))
+        # a zero result takes IEEE's sign (-0.0 * 2 is -0.0, -0.0 + -0.0 is -0.0), which rationals lose
+        return round_float(exact, t) if exact != 0 else fn(vals[0], vals[1])
     return None
 
 
