@@ -400,8 +400,10 @@ class JITFunction:
         spec = self._spec_from_signature(signature, constexprs)
         return self._compile(spec, arch, maxntid=_dim3(block, "block") if block is not None else None)
 
-    def lower(self, signature=None, arch: str | None = None, constexprs: dict | None = None, block=None):
-        """The kernel's IR (``tylo.ir.Kernel``) after the passes, for a signature: no LLVM, no cache."""
+    def lower(self, signature=None, arch: str | None = None, constexprs: dict | None = None, block=None,
+              passes: bool = True):
+        """The kernel's IR (``tylo.ir.Kernel``) after the passes (before them with ``passes=False``,
+        to check the passes against it in the interpreter), for a signature: no LLVM, no cache."""
         from .frontend import generate_kernel
         from .ir import run_passes
 
@@ -410,7 +412,7 @@ class JITFunction:
         _, params = _describe_spec(self.params, self._spec_from_signature(signature, constexprs))
         kernel = generate_kernel(self.fn, self.fn.__name__, params, arch,
                                  _dim3(block, "block") if block is not None else None)
-        return run_passes(kernel)
+        return run_passes(kernel) if passes else kernel
 
     def _spec_from_signature(self, signature, constexprs):
         """Typed records for every parameter, from a signature and constexpr values."""
@@ -508,6 +510,7 @@ class JITFunction:
 
     def _build(self, params, target, maxntid, sig_text, key) -> CompiledKernel:
         from .codegen import llvm_to_ptx, lower_kernel, ptx_to_cubin
+        from .codegen.compile import AssemblerError, LLVMFailure
         from .codegen.llvm import LoweringError, shared_memory_plan
         from .frontend import generate_kernel
         from .ir import print_kernel, run_passes
@@ -525,9 +528,12 @@ class JITFunction:
             llvm_ir = lower_kernel(kernel, target)
         except LoweringError as exc:
             raise _compile_error_at(exc.message, exc.loc) from exc
-        ptx = llvm_to_ptx(llvm_ir, target)
-        t3 = time.perf_counter()
-        cubin, resources, _log = ptx_to_cubin(ptx, target, self.fn.__name__)
+        try:  # past the frontend every failure is tylo's: say so, at the kernel's line
+            ptx = llvm_to_ptx(llvm_ir, target)
+            t3 = time.perf_counter()
+            cubin, resources, _log = ptx_to_cubin(ptx, target, self.fn.__name__)
+        except (LLVMFailure, AssemblerError) as exc:
+            raise _compile_error_at(str(exc), kernel.loc) from exc
         t4 = time.perf_counter()
         times = {"frontend": (t1 - t0) * 1e3, "passes": (t2 - t1) * 1e3, "llvm": (t3 - t2) * 1e3,
                  "assemble": (t4 - t3) * 1e3, "total": (t4 - t0) * 1e3}
@@ -581,7 +587,8 @@ def _compile_error_at(message, loc, internal=True):
     from .frontend.errors import CompileError
 
     line = linecache.getline(loc.filename, loc.lineno) or None
-    text = f"internal compiler error: {message}" if internal else message
+    text = (f"internal compiler error (a bug in tylo, not in the kernel; please report it): {message}"
+            if internal else message)
     return CompileError(text, loc.filename, loc.lineno, loc.col, line)
 
 

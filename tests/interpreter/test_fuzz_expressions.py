@@ -79,7 +79,7 @@ def test_random_i32_expressions(tmp_path_factory, expr, values):
 # -- mixed integer types: the promotion rules of docs/language.md --------------------------------------
 
 from tylo.ir import types as T  # noqa: E402
-from tylo.ir.intmath import wrap_int as _wrap  # noqa: E402
+from tylo.ir.scalars import wrap_int as _wrap  # noqa: E402
 
 TYPES = {"a": T.i32, "b": T.u32, "c": T.i64, "d": T.u8, "e": T.i16}
 

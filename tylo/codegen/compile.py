@@ -17,11 +17,17 @@ from dataclasses import asdict, dataclass
 from . import nvjitlink
 from .targets import Target
 
-__all__ = ["Resources", "llvm_to_ptx", "ptx_to_cubin", "toolchain_versions", "AssemblerError", "AssemblerWarning"]
+__all__ = ["Resources", "llvm_to_ptx", "ptx_to_cubin", "toolchain_versions", "AssemblerError", "AssemblerWarning",
+           "LLVMFailure"]
 
 
 class AssemblerError(RuntimeError):
     """ptxas/nvJitLink rejected the PTX (a tylo bug or an unsupported target feature)."""
+
+
+class LLVMFailure(RuntimeError):
+    """llvmlite rejected or could not compile tylo's LLVM IR: a tylo bug (the frontend validates
+    what the user wrote before LLVM sees it)."""
 
 
 @dataclass(frozen=True)
@@ -61,13 +67,26 @@ def _target_machine(name: str, features: str):
 
 
 def llvm_to_ptx(llvm_ir: str, target: Target) -> str:
+    """PTX for an LLVM module. The module is parsed and verified before any pass runs, so
+    malformed IR raises ``LLVMFailure`` here instead of tripping an assertion (llvmlite's LLVM is
+    built with assertions, which abort the process) in the optimizer."""
     import llvmlite.binding as llvm
 
     tm = _target_machine(target.name, target.llvm_features)
-    module = llvm.parse_assembly(llvm_ir)
-    module.triple = "nvptx64-nvidia-cuda"
-    module.data_layout = str(tm.target_data)
-    module.verify()
+    try:
+        module = llvm.parse_assembly(llvm_ir)
+        module.triple = "nvptx64-nvidia-cuda"
+        module.data_layout = str(tm.target_data)
+        module.verify()
+    except RuntimeError as exc:
+        raise LLVMFailure(f"LLVM rejected the generated IR for {target.name}: {exc}") from None
+    try:
+        return _optimize_and_emit(llvm, module, tm)
+    except RuntimeError as exc:
+        raise LLVMFailure(f"LLVM failed to compile the kernel for {target.name}: {exc}") from None
+
+
+def _optimize_and_emit(llvm, module, tm) -> str:
     pto = llvm.create_pipeline_tuning_options(speed_level=3)
     pb = llvm.create_pass_builder(tm, pto)
     pm = pb.getModulePassManager()

@@ -12,6 +12,7 @@ import struct
 
 from ..ir import types as T
 from ..ir.core import Block, Kernel, Op, Value
+from ..ir.scalars import round_float
 from ..ir.types import PointerType, ScalarType
 from .ptx import core as ptx_core  # the feature modules of codegen/ptx register their lowerings on import
 from .registry import LOWERINGS, lowering
@@ -52,17 +53,18 @@ def llvm_type(t, memory: bool = False) -> str:
 
 
 def _float_literal(value: float, t: ScalarType) -> str:
-    if t.name == "f16":
+    """An LLVM literal of float type ``t`` for ``value`` rounded once to ``t`` (out of range: inf,
+    as IEEE rounding gives; docs/language.md), so LLVM's parser never sees an invalid constant:
+    f16/bf16 as their bits, f32/f64 as the hex of the (exactly representable) double."""
+    value = round_float(value, t)
+    if t.name in ("f16", "bf16"):
         import numpy as np
-        bits = int(np.array(value, dtype=np.float16).view(np.uint16))
-        return f"0xH{bits:04X}"
-    if t.name == "bf16":
-        import ml_dtypes
-        import numpy as np
-        bits = int(np.array(value, dtype=ml_dtypes.bfloat16).view(np.uint16))
-        return f"0xR{bits:04X}"
-    if t.name == "f32":
-        value = struct.unpack("f", struct.pack("f", value))[0] if value == value and abs(value) < 3.5e38 else value
+        dtype = np.float16
+        if t.name == "bf16":
+            import ml_dtypes
+            dtype = ml_dtypes.bfloat16
+        bits = int(np.array(value, dtype=dtype).view(np.uint16))  # exact: value is a t already
+        return f"0x{'H' if t.name == 'f16' else 'R'}{bits:04X}"
     return "0x%016X" % struct.unpack("<Q", struct.pack("<d", value))[0]
 
 
@@ -75,6 +77,7 @@ class _Lowering:
         self.lines: list[str] = []
         self.block_label = "entry"
         self.declares: set[str] = set()
+        self.declared: dict[str, str] = {}  # function name -> its declaration
         self.globals: list[str] = []
         self.loop_md: list[int] = []
 
@@ -109,7 +112,17 @@ class _Lowering:
         self.lines.append(f"{label}:")
         self.block_label = label
 
+    def define(self, text: str):
+        """Add a helper function's definition (an internal, always-inlined function) once."""
+        self.declare(text)
+
     def declare(self, text: str):
+        """Declare a function once; the same name with another signature is a tylo bug that LLVM's
+        parser would report as a redefinition without a source line, so it is caught here."""
+        name = text[text.index("@"):text.index("(", text.index("@"))]
+        prior = self.declared.setdefault(name, text)
+        if prior != text:
+            raise ValueError(f"two declarations of {name}: '{prior}' and '{text}'")
         self.declares.add(text)
 
     def asm(self, template: str, constraints: str, out_types=(), args=(), side_effects: bool = False,
@@ -273,7 +286,28 @@ class _Lowering:
         self._binary(op, "fdiv", "fdiv")
 
     def op_arith_frem(self, op):
-        self._binary(op, "frem", "frem")
+        """C's ``fmod``, exactly: NVPTX expands LLVM's ``frem`` as ``x - trunc(x / y) * y``, which is
+        wrong once the quotient is not exact (1e10 % 3 gave 256). f32 and f64 call an exact
+        shift-and-subtract routine (inlined); f16/bf16 run it in f32, whose result is exact in the type.
+        No ``frem`` reaches LLVM, which also keeps LLVM 22's InstCombine from narrowing
+        ``fptrunc(frem(fpext half, fpext bfloat))`` with an invalid bfloat <-> half cast (an assertion
+        that aborted the process)."""
+        t = op.results[0].type
+        if t.bits < 32:
+            a, b = (self.convert(self.ref(v), t, T.f32) for v in op.operands)
+            self.bind(op.results[0], self.convert(self._fmod(a, b, T.f32), T.f32, t))
+            return
+        a, b = (self.ref(v) for v in op.operands)
+        self.bind(op.results[0], self._fmod(a, b, t))
+
+    def _fmod(self, a: str, b: str, t: ScalarType) -> str:
+        name, text = fmod_function(t.bits)
+        self.define(text)
+        self.declare(f"declare i{t.bits} @llvm.ctlz.i{t.bits}(i{t.bits}, i1)")
+        r = self.fresh()
+        lt = llvm_type(t)
+        self.emit(f"{r} = call {lt} @{name}({lt} {a}, {lt} {b})")
+        return r
 
     def op_arith_idiv(self, op):
         self._binary(op, "sdiv", None, "udiv")
@@ -372,10 +406,14 @@ class _Lowering:
             self.emit(f"{half} = bitcast i16 {lo} to half")
             return self.convert(half, T.f16, d)
         if d.is_fp8:
-            f = self.convert(x, s, T.f32) if s != T.f32 else x
+            # f64 -> f32 -> fp8 would round twice: round to odd in f32 first (exact otherwise)
+            f = self._f32_round_to_odd(x, s) if s == T.f64 else self.convert(x, s, T.f32) if s != T.f32 else x
             r16 = self.fresh()
             self.emit(f"{r16} = {ptx_core.f32_to_fp8(d.name, f)}")
             self.emit(f"{name} = trunc i16 {r16} to i8")
+            return name
+        if s.is_int and d.is_bool:  # C: non-zero is true (not the low bit)
+            self.emit(f"{name} = icmp ne {ls} {x}, 0")
             return name
         if (s.is_int or s.is_bool) and (d.is_int or d.is_bool):
             if d.bits == s.bits:
@@ -386,6 +424,13 @@ class _Lowering:
                 ext = "sext" if s.is_signed else "zext"
                 self.emit(f"{name} = {ext} {ls} {x} to {ld}")
             return name
+        if s.is_float and d.is_bool:  # C: non-zero (and NaN) is true
+            self.emit(f"{name} = fcmp une {ls} {x}, {_float_literal(0.0, s)}")
+            return name
+        if s.is_int and s.bits > 24 and d == T.bf16 and self.target.sm < 90:
+            # before sm_90 there is no cvt.rn.bf16.s32/s64 and LLVM goes through an f32 rounded
+            # to nearest (two roundings): round to odd in f32, then once to bf16
+            return self.convert(self._f32_round_to_odd(x, s), T.f32, d)
         if (s.is_int or s.is_bool) and d.is_float:
             self.emit(f"{name} = {'sitofp' if s.is_signed else 'uitofp'} {ls} {x} to {ld}")
             return name
@@ -401,10 +446,43 @@ class _Lowering:
             return name
         raise NotImplementedError(f"conversion {s} -> {d}")
 
+    def _f32_round_to_odd(self, x: str, s: ScalarType) -> str:
+        """``x`` (an integer of 32 or 64 bits, or an f64) rounded to f32 toward zero, with the last
+        bit set when that was inexact ("round to odd"): rounding this f32 once more to a format
+        of at most 22 bits (bf16, fp8) gives the correctly rounded result of ``x``."""
+        ls = llvm_type(s)
+        if s.is_int:
+            kind = ("s" if s.is_signed else "u") + str(s.bits)
+            (f,) = self.asm(f"cvt.rz.f32.{kind} $0, $1;", "=f," + ("l" if s.bits == 64 else "r"), ["float"],
+                            [(ls, x)])
+            back, inexact = self.fresh(), self.fresh()
+            # |f| <= |x|: converting back cannot overflow
+            self.emit(f"{back} = {'fptosi' if s.is_signed else 'fptoui'} float {f} to {ls}")
+            self.emit(f"{inexact} = icmp ne {ls} {back}, {x}")
+        else:
+            (f,) = self.asm("cvt.rz.f32.f64 $0, $1;", "=f,d", ["float"], [("double", x)])
+            back, inexact = self.fresh(), self.fresh()
+            self.emit(f"{back} = fpext float {f} to double")
+            self.emit(f"{inexact} = fcmp une double {back}, {x}")  # NaN: stays NaN with the bit set
+        bits, sticky, odd, out = self.fresh(), self.fresh(), self.fresh(), self.fresh()
+        self.emit(f"{bits} = bitcast float {f} to i32")
+        self.emit(f"{sticky} = zext i1 {inexact} to i32")
+        self.emit(f"{odd} = or i32 {bits}, {sticky}")
+        self.emit(f"{out} = bitcast i32 {odd} to float")
+        return out
+
     # -- math -----------------------------------------------------------------------
     def _math(self, op, fn):
         t = op.results[0].type
         x = self.ref(op.operands[0])
+        if t.is_int:
+            if fn != "abs":
+                raise NotImplementedError(f"{fn} on {t}")
+            # llvm.abs with INT_MIN not poison: abs(INT_MIN) wraps to INT_MIN, as on the GPU (abs.s32)
+            lt = llvm_type(t)
+            self.declare(f"declare {lt} @llvm.abs.{lt}({lt}, i1)")
+            self._result(op, f"call {lt} @llvm.abs.{lt}({lt} {x}, i1 false)")
+            return
         if t in (T.f16, T.bf16):
             # compute in f32, round once
             xf = self.convert(x, t, T.f32)
@@ -779,6 +857,103 @@ def shared_memory_plan(kernel: Kernel) -> tuple[dict, int]:
         offsets[sym] = total
         total += count * dtype.itemsize
     return offsets, total
+
+
+def fmod_function(bits: int) -> tuple[str, str]:
+    """An exact C ``fmod`` for the IEEE format of ``bits`` (32 or 64) as LLVM IR: the name and the
+    definition. Integer shift-and-subtract on the significands (each step exact), one step per
+    binade between the operands, subnormals normalised with ctlz; NaN for y = 0, NaN y, inf/NaN x."""
+    m = {32: 23, 64: 52}[bits]           # stored significand bits
+    e_bits = bits - 1 - m
+    i = f"i{bits}"
+    f = {32: "float", 64: "double"}[bits]
+    name = f"__tylo_fmod_f{bits}"
+    sign = -(1 << (bits - 1))
+    absmask = (1 << (bits - 1)) - 1
+    inf = ((1 << e_bits) - 1) << m
+    mmask = (1 << m) - 1
+    hidden = 1 << m
+    lead = bits - 1 - m                  # ctlz of a normalised significand
+
+    def normalise(v):
+        return f"""  %m{v}0 = and {i} %a{v}, {mmask}
+  %e{v}0 = lshr {i} %a{v}, {m}
+  %sub{v} = icmp eq {i} %e{v}0, 0
+  %lz{v} = call {i} @llvm.ctlz.{i}({i} %m{v}0, i1 false)
+  %sh{v} = sub {i} %lz{v}, {lead}
+  %ms{v} = shl {i} %m{v}0, %sh{v}
+  %es{v} = sub {i} 1, %sh{v}
+  %mn{v} = or {i} %m{v}0, {hidden}
+  %m{v} = select i1 %sub{v}, {i} %ms{v}, {i} %mn{v}
+  %e{v} = select i1 %sub{v}, {i} %es{v}, {i} %e{v}0
+"""
+
+    text = f"""define internal {f} @{name}({f} %x, {f} %y) alwaysinline {{
+entry:
+  %ux = bitcast {f} %x to {i}
+  %uy = bitcast {f} %y to {i}
+  %ax = and {i} %ux, {absmask}
+  %ay = and {i} %uy, {absmask}
+  %sx = and {i} %ux, {sign}
+  %yzero = icmp eq {i} %ay, 0
+  %ynan = icmp ugt {i} %ay, {inf}
+  %xinf = icmp uge {i} %ax, {inf}
+  %bad0 = or i1 %yzero, %ynan
+  %bad = or i1 %bad0, %xinf
+  br i1 %bad, label %nan, label %check
+nan:
+  ret {f} 0x7FF8000000000000
+check:
+  %le = icmp ule {i} %ax, %ay
+  br i1 %le, label %small, label %norm
+small:
+  %eq = icmp eq {i} %ax, %ay
+  %sz = bitcast {i} %sx to {f}
+  %r0 = select i1 %eq, {f} %sz, {f} %x
+  ret {f} %r0
+norm:
+{normalise("x")}{normalise("y")}  br label %loop
+loop:
+  %mm = phi {i} [ %mx, %norm ], [ %mnext, %step ]
+  %ee = phi {i} [ %ex, %norm ], [ %enext, %step ]
+  %more = icmp sgt {i} %ee, %ey
+  br i1 %more, label %body, label %tail
+body:
+  %d = sub {i} %mm, %my
+  %dz = icmp eq {i} %d, 0
+  br i1 %dz, label %zero, label %step
+step:
+  %dneg = icmp slt {i} %d, 0
+  %m1 = select i1 %dneg, {i} %mm, {i} %d
+  %mnext = shl {i} %m1, 1
+  %enext = sub {i} %ee, 1
+  br label %loop
+zero:
+  %zs = bitcast {i} %sx to {f}
+  ret {f} %zs
+tail:
+  %d2 = sub {i} %mm, %my
+  %d2z = icmp eq {i} %d2, 0
+  br i1 %d2z, label %zero, label %fin
+fin:
+  %d2neg = icmp slt {i} %d2, 0
+  %m2 = select i1 %d2neg, {i} %mm, {i} %d2
+  %lz = call {i} @llvm.ctlz.{i}({i} %m2, i1 false)
+  %sh = sub {i} %lz, {lead}
+  %m3 = shl {i} %m2, %sh
+  %e3 = sub {i} %ee, %sh
+  %isnorm = icmp sgt {i} %e3, 0
+  %mn = sub {i} %m3, {hidden}
+  %eb = shl {i} %e3, {m}
+  %rn = or {i} %mn, %eb
+  %subsh = sub {i} 1, %e3
+  %rs = lshr {i} %m3, %subsh
+  %r = select i1 %isnorm, {i} %rn, {i} %rs
+  %rsg = or {i} %r, %sx
+  %res = bitcast {i} %rsg to {f}
+  ret {f} %res
+}}"""
+    return name, text
 
 
 def _intrinsic_suffix(t: ScalarType) -> str:

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 
 from ..ir import types as T
 from ..ir.core import Block, Kernel, Op
 from ..ir.types import PointerType, ScalarType
-from ..ir.intmath import cdiv as _cdiv, wrap_int as _wrap
+from ..ir.scalars import c_div as _cdiv, convert as _convert_value, round_float, wrap_int as _wrap
 from .registry import NOT_MODELLED, THREAD_SEMANTICS, WARP_SEMANTICS, not_modelled
 
 __all__ = ["run", "InterpreterError", "Pointer", "WARP_OPS", "HANDLERS", "load_bits", "store_bits", "numpy_dtype",
@@ -68,35 +69,45 @@ def _float(t: ScalarType, x):
 
 
 def _to_type(x, t: ScalarType):
-    """A Python/numpy value as a value of IR type ``t``."""
+    """A Python/numpy value as a value of IR type ``t`` (a float is rounded once to ``t``)."""
     if t.is_bool:
         return bool(x)
     if t.is_int:
         return _wrap(int(x), t)
+    if isinstance(x, (int, float)) or t.name in ("bf16", "f8e4m3", "f8e5m2"):
+        # numpy/ml_dtypes convert a Python int through float64 and a float64 to bf16 through
+        # float32: both round twice. Round exactly (ir/scalars.py), then store the exact value.
+        return _float(t, round_float(x if isinstance(x, int) else float(x), t))
     return _float(t, x)
 
 
 def _convert(x, s: ScalarType, d: ScalarType):
-    """``arith.cast``: C conversions; float -> int truncates and saturates (NaN -> 0)."""
+    """``arith.cast``: C conversions (ir/scalars.py); float -> int truncates and saturates
+    (NaN -> 0); int -> float and float narrowing round once; to fp8 saturates."""
     if s == d:
         return x
-    if d.is_bool:
-        return bool(x)
-    if d.is_int:
-        if s.is_int or s.is_bool:
-            return _wrap(int(x), d)
-        f = float(x)
-        if math.isnan(f):
-            return 0
-        lo, hi = (-(1 << (d.bits - 1)), (1 << (d.bits - 1)) - 1) if d.is_signed else (0, (1 << d.bits) - 1)
-        return int(min(max(math.trunc(f) if math.isfinite(f) else (hi if f > 0 else lo), lo), hi))
-    if d.is_fp8:
-        limit = 448.0 if d.name == "f8e4m3" else 57344.0
-        f = float(x)
-        return _float(d, f if math.isnan(f) else min(max(f, -limit), limit))  # satfinite
-    if s.is_int or s.is_bool:
-        return _float(d, int(x))
-    return _float(d, np.float32(x) if s.is_fp8 else x)
+    value = _convert_value(x, s, d)
+    return value if not (d.is_float or d.is_fp8) else _float(d, value)
+
+
+def _fma(th, op, ins, t):
+    """``math.fma``: the exact a*b+c, rounded once."""
+    a, b, c = (float(v) for v in ins)
+    if not all(math.isfinite(v) for v in (a, b, c)):
+        with np.errstate(all="ignore"):
+            return _float(t, np.float64(a) * np.float64(b) + np.float64(c))
+    return _float(t, round_float(Fraction(a) * Fraction(b) + Fraction(c), t))
+
+
+def _math(name: str, x, t: ScalarType):
+    """``math.*``: exact integer ``abs`` (wrapping INT_MIN like the GPU); floats through numpy,
+    f16/bf16 in f32 rounded once to the result type."""
+    if t.is_int:
+        if name != "abs":
+            raise InterpreterError(f"math.{name} on {t}")
+        return _wrap(abs(int(x)), t)
+    with np.errstate(all="ignore"):
+        return _float(t, _MATH[name](np.float64(x) if t == T.f64 else np.float32(x)))
 
 
 _CMP = {"lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
@@ -190,8 +201,7 @@ class _Thread:
         handler = HANDLERS.get(name)
         if handler is None:
             if name.startswith("math."):
-                x = ins[0]
-                self.set(op.results[0], _float(t, _MATH[name[5:]](np.float64(x) if t == T.f64 else np.float32(x))))
+                self.set(op.results[0], _math(name[5:], ins[0], t))
                 return
             if name in NOT_MODELLED:
                 raise InterpreterError(f"the interpreter does not model {name} yet: {NOT_MODELLED[name]}")
@@ -206,8 +216,9 @@ def _arith(fn_int, fn_float=None):
         a, b = ins
         if t.is_int or t.is_bool:
             return _to_type(fn_int(a, b, t), t)
-        return _float(t, (fn_float or fn_int)(np.float64(a) if t == T.f64 else _float(t, a),
-                                              np.float64(b) if t == T.f64 else _float(t, b), t))
+        with np.errstate(all="ignore"):  # IEEE: x/0 is inf with the signs' product, 0/0 NaN
+            return _float(t, (fn_float or fn_int)(np.float64(a) if t == T.f64 else _float(t, a),
+                                                  np.float64(b) if t == T.f64 else _float(t, b), t))
     return h
 
 
@@ -277,7 +288,7 @@ _HANDLERS = {
     "arith.add": _arith(lambda a, b, t: a + b),
     "arith.sub": _arith(lambda a, b, t: a - b),
     "arith.mul": _arith(lambda a, b, t: a * b),
-    "arith.div": _arith(None, lambda a, b, t: a / b if b != 0 else (np.inf * np.sign(a) if a != 0 else np.nan)),
+    "arith.div": _arith(None, lambda a, b, t: a / b),
     "arith.frem": _arith(None, lambda a, b, t: np.fmod(a, b)),
     "arith.idiv": _arith(_idiv),
     "arith.irem": _arith(_irem),
@@ -294,7 +305,7 @@ _HANDLERS = {
     "arith.select": lambda th, op, ins, t: ins[1] if ins[0] else ins[2],
     "arith.cast": lambda th, op, ins, t: _convert(ins[0], op.operands[0].type, t),
     "arith.bitcast": lambda th, op, ins, t: _bitcast(ins[0], op.operands[0].type, t),
-    "math.fma": lambda th, op, ins, t: _float(t, np.float64(ins[0]) * np.float64(ins[1]) + np.float64(ins[2])),
+    "math.fma": _fma,
     "ptr.offset": lambda th, op, ins, t: ins[0] + ins[1],
     "ptr.cast": lambda th, op, ins, t: Pointer(ins[0].buffer, ins[0].offset * ins[0].elem.itemsize // t.elem.itemsize,
                                                t.elem),

@@ -2,16 +2,18 @@
 
 Each pass mutates the kernel in place; ``run_passes`` verifies after each.
 Folding follows the target's semantics exactly (fixed-width wrap-around,
-C-style truncating division), so a folded program computes what the
-unfolded one would have.
+C-style truncating division, every float rounded once to its type: see
+ir/scalars.py), so a folded program computes what the unfolded one would
+have.
 """
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 from .core import Block, Kernel, Op, Value
-from .intmath import cdiv as _cdiv, wrap_int as _wrap
 from .ops import op_info
+from .scalars import c_div, c_rem, convert, round_float, wrap_int
 from .types import ScalarType, bool_
 from .verifier import verify
 
@@ -34,20 +36,29 @@ def _substitute(block: Block, mapping: dict[int, Value]) -> None:
 
 
 def _const(v: Value):
+    """The value of a constant operand, rounded to its type (a float constant is built from a
+    Python float: ``tylo.f32(0.1)`` holds 0.1, whose f32 value is 0.100000001490116...)."""
     op = v.owner
-    if isinstance(op, Op) and op.name == "arith.constant":
-        return op.attrs["value"]
-    return None
+    if not (isinstance(op, Op) and op.name == "arith.constant"):
+        return None
+    value = op.attrs["value"]
+    t = v.type
+    if isinstance(t, ScalarType) and t.is_float and value is not None:
+        return round_float(value, t)
+    return value
 
 
-def _np_float(name):
-    import numpy as np  # lazily: importing numpy costs more than compiling a small kernel
 
-    return {"f32": np.float32, "f64": np.float64}[name]
+_FLOAT_BINARY = {"arith.add": lambda a, b: a + b, "arith.sub": lambda a, b: a - b,
+                 "arith.mul": lambda a, b: a * b}
 
 
 def _fold(op: Op):
-    """The constant value of ``op``'s result, or None when it does not fold."""
+    """The constant value of ``op``'s result, or None when it does not fold.
+
+    Every folded float is rounded to its type after each operation (ir/scalars.py), so the
+    folded program computes the bits the unfolded one computes on the GPU.
+    """
     name = op.name
     if name in ("arith.constant",) or op.blocks or len(op.results) != 1:
         return None
@@ -55,21 +66,21 @@ def _fold(op: Op):
     if any(v is None for v in vals) or not vals:
         return None
     t = op.results[0].type
-    if not isinstance(t, ScalarType):
-        return None
+    if not isinstance(t, ScalarType) or t.is_fp8:
+        return None  # fp8 is storage-only: there are no fp8 constants to fold into
     src_t = op.operands[0].type
-    if isinstance(src_t, ScalarType) and (src_t.is_int or src_t.is_bool):
+    if not isinstance(src_t, ScalarType) or src_t.is_fp8:
+        return None
+    if name == "arith.cast":
+        return convert(vals[0], src_t, t)
+    if name == "arith.select":
+        return vals[1] if vals[0] else vals[2]
+    if src_t.is_int or src_t.is_bool:
         a = vals[0]
         b = vals[1] if len(vals) > 1 else None
         if name == "arith.cmp":
             pred = op.attrs["pred"]
             return {"lt": a < b, "le": a <= b, "gt": a > b, "ge": a >= b, "eq": a == b, "ne": a != b}[pred]
-        if name == "arith.cast" and (t.is_int or t.is_bool):
-            return _wrap(int(a), t) if not t.is_bool else bool(a)
-        if name == "arith.cast" and t.name in ("f32", "f64"):
-            return float(_np_float(t.name)(a))
-        if name == "arith.select":
-            return vals[1] if a else vals[2]
         fns = {
             "arith.add": lambda: a + b, "arith.sub": lambda: a - b, "arith.mul": lambda: a * b,
             "arith.and": lambda: a & b, "arith.or": lambda: a | b, "arith.xor": lambda: a ^ b,
@@ -77,27 +88,22 @@ def _fold(op: Op):
             "arith.neg": lambda: -a, "arith.not": lambda: (not a) if t.is_bool else ~a,
         }
         if name in fns:
-            return _wrap(int(fns[name]()), t)
+            return wrap_int(int(fns[name]()), t)
         if name in ("arith.idiv", "arith.irem") and b != 0:
-            q = _cdiv(a, b)
-            return _wrap(q if name == "arith.idiv" else a - q * b, t)
+            return wrap_int(c_div(a, b) if name == "arith.idiv" else c_rem(a, b), t)
         if name in ("arith.shl", "arith.shr") and 0 <= b < t.bits:
             if name == "arith.shl":
-                return _wrap(a << b, t)
+                return wrap_int(a << b, t)
             return a >> b if t.is_signed else (a & ((1 << t.bits) - 1)) >> b
         return None
-    if isinstance(src_t, ScalarType) and src_t.name in ("f32", "f64") and t.name in ("f32", "f64"):
-        import numpy as np
-
-        f = _np_float(t.name)
-        if name == "arith.cast":
-            return float(f(vals[0]))
-        ops = {"arith.add": np.add, "arith.sub": np.subtract, "arith.mul": np.multiply}
-        if name in ops:
-            with np.errstate(all="ignore"):
-                return float(ops[name](f(vals[0]), f(vals[1])))
-    if name == "arith.select" and vals[0] is not None:
-        return vals[1] if vals[0] else vals[2]
+    if t.is_float and name in _FLOAT_BINARY and all(math.isfinite(v) for v in vals):
+        # exact in rationals, then one rounding: what IEEE add/sub/mul of the type computes
+        # (f16/bf16 on the GPU compute in f32 and round once, which is the same: f32 holds
+        # more than twice their precision)
+        fn = _FLOAT_BINARY[name]
+        exact = fn(Fraction(vals[0]), Fraction(vals[1]))
+        # a zero result takes IEEE's sign (-0.0 * 2 is -0.0, -0.0 + -0.0 is -0.0), which rationals lose
+        return round_float(exact, t) if exact != 0 else fn(vals[0], vals[1])
     return None
 
 
@@ -158,6 +164,12 @@ def _simplify(op: Op, mapping: dict[int, Value]) -> None:
 _NO_CSE = {"mem.shared_alloc"}
 
 
+def _attr_key(attrs: dict):
+    """Attributes as a hashable key in which equal keys mean identical ops: floats by their bits,
+    since 0.0 == -0.0 (two constants that must stay apart)."""
+    return [(k, ("float", v.hex()) if isinstance(v, float) else v) for k, v in attrs.items()]
+
+
 def cse(kernel: Kernel) -> None:
     """Merge identical pure ops; a value computed outside a block is reused inside it."""
     mapping: dict[int, Value] = {}
@@ -174,7 +186,7 @@ def cse(kernel: Kernel) -> None:
             if op.blocks or not op_info(op.name).pure or op.name in _NO_CSE:
                 continue
             try:
-                key = (op.name, tuple(id(v) for v in op.operands), tuple(sorted(op.attrs.items())),
+                key = (op.name, tuple(id(v) for v in op.operands), tuple(sorted(_attr_key(op.attrs))),
                        tuple(r.type for r in op.results))
                 hash(key)
             except TypeError:
