@@ -1,4 +1,5 @@
-"""A simulated clock and a Timer that reads it: do_bench and autotune without a GPU.
+"""A simulated clock and a Timer that reads it, fake device arrays and a fake launch: do_bench and
+autotune without a GPU.
 
 A fake launch advances the clock by the cost it simulates; the timer's marks read the clock, so
 ``do_bench`` measures exactly the simulated cost of each call."""
@@ -42,3 +43,27 @@ class FakeTimer:
 
     def close(self):
         self.closed = True
+
+
+class FakeDeviceArray:
+    """Looks like a device array to tylo (``__cuda_array_interface__``); never dereferenced."""
+
+    def __init__(self, n, typestr="<f4", ptr=0x7F0000001000):
+        self.n, self.typestr, self.ptr = n, typestr, ptr
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"data": (self.ptr, False), "typestr": self.typestr, "shape": (self.n,), "strides": None,
+                "version": 3}
+
+
+class FakeLaunch:
+    """Replaces ``kernel.launch``: records each call and advances the clock by ``cost(call)`` ms."""
+
+    def __init__(self, clock, cost):
+        self.clock, self.cost, self.calls = clock, cost, []
+
+    def __call__(self, *args, grid, block, stream=None, cluster=None, **kwargs):
+        call = {"args": args, "grid": grid, "block": tuple(block), "cluster": cluster, "kwargs": kwargs}
+        self.calls.append(call)
+        self.clock.advance(self.cost(call))

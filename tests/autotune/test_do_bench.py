@@ -2,8 +2,8 @@
 the statistics are those of the measured calls; without a GPU and without a timer, a clear error."""
 import numpy as np
 import pytest
-
 from fakes import FakeClock, FakeTimer
+
 from tylo.runtime import driver
 from tylo.runtime.errors import NoGPUError
 from tylo.testing import BenchResult, do_bench
