@@ -212,8 +212,8 @@ def _signature_entry(p, v):
         return ann.name
     if isinstance(v, bool):
         return "bool"
-    if isinstance(v, int):
-        return "i32" if -(1 << 31) <= v < 1 << 31 else "i64"
+    if isinstance(v, int):   # a launch specialises unannotated ints on % 16 == 0 too
+        return ("i32" if -(1 << 31) <= v < 1 << 31 else "i64") + (":16" if v % 16 == 0 else "")
     if isinstance(v, float):
         return "f32"
     if hasattr(v, "__tylo_param__"):
