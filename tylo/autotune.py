@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .codegen.targets import TARGETS, resource_limits
+from .runtime.arrays import array_extractor
 from .testing import do_bench
 from .tuning_store import ConfigTiming, load_record, store_record
 
@@ -147,32 +148,34 @@ class Config:
 
 
 def target_for_capability(major: int, minor: int) -> str:
-    """The target a device of compute capability ``major.minor`` compiles for: the exact SM with
-    its arch-specific features (sm_90a), else the newest target of the same major version not
-    above it."""
+    """The target a device of compute capability ``major.minor`` compiles for (the JIT's choice):
+    the exact SM with its arch-specific features (sm_90a), else the newest target of the same
+    major version below it, the portable one where both exist."""
     sm = major * 10 + minor
     same = [t for t in TARGETS.values() if t.sm == sm]
     if same:
         return max(same, key=lambda t: t.arch_specific).name
-    lower = [t for t in TARGETS.values() if t.sm // 10 == major and t.sm <= sm and not t.arch_specific]
+    lower = [t for t in TARGETS.values() if t.sm // 10 == major and t.sm <= sm]
     if not lower:
         raise RuntimeError(f"tylo has no target for compute capability {major}.{minor}")
-    return max(lower, key=lambda t: t.sm).name
+    return max(lower, key=lambda t: (t.sm, not t.arch_specific)).name
 
 
 # ----------------------------------------------------------------- arguments
 
+_SCALARS = (int, float, bool, str, type(None))
+
+
+def _extractor(v):
+    """``f(v) -> (pointer, dtype name)`` when ``v`` is a device array, else None."""
+    t = type(v)
+    return None if t in _SCALARS else array_extractor(t, v)
+
+
 def _array_dtype(v) -> str | None:
     """The tylo dtype name of a device array argument, None for anything else."""
-    from .runtime.arrays import array_extractor
-
-    t = type(v)
-    if t in (int, float, bool, str, type(None)):
-        return None
-    extract = array_extractor(t, v)
-    if extract is None:
-        return None
-    return extract(v)[1]
+    extract = _extractor(v)
+    return None if extract is None else extract(v)[1]
 
 
 def _key_text(name: str, v) -> str:
@@ -204,9 +207,7 @@ def _signature_entry(p, v):
     ann = getattr(p, "annotation", None)
     dt = _array_dtype(v)
     if dt is not None:
-        from .runtime.arrays import array_extractor
-
-        ptr = array_extractor(type(v), v)(v)[0]
+        ptr = _extractor(v)(v)[0]
         return f"*{dt}" + (":16" if ptr % 16 == 0 else "")
     if isinstance(ann, ScalarType):
         return ann.name
@@ -298,6 +299,12 @@ class Autotuner:
         self.clock = clock if clock is not None else time.monotonic
         self._tuned_names = set().union(*(c.constexprs for c in self.configs))
         self._best: dict[tuple, Config] = {}
+        # the launch fast path: positional calls, keyed by raw values (no reprs, no binding)
+        self._positional = len(self._names) - len(self._tuned_names)
+        self._fast_ok = all(n not in self._tuned_names for n in self._names[:self._positional])
+        self._key_positions = frozenset(self._names.index(n) for n in self.key)
+        self._classifiers: list = [None] * len(self._names)
+        self._fast_best: dict[tuple, Config] = {}
         self.timings: dict[tuple, tuple] = {}     # tuning key -> ConfigTiming per config (this process)
         self._identity_cache: dict | None = None
 
@@ -357,20 +364,48 @@ class Autotuner:
         return config
 
     def _run(self, grid, args, kwargs, stream):
+        fast = None
+        if not kwargs and len(args) == self._positional and self._fast_ok:
+            fast = self._fast_key(args)
+            config = None if fast is None else self._fast_best.get(fast)
+            if config is not None:
+                g = grid({**dict(zip(self._names, args)), **config.constexprs._items}) if callable(grid) else grid
+                return self.kernel.launch(*args, grid=g, block=config.block, cluster=config.cluster, stream=stream,
+                                          **config.constexprs._items)
         named = self._named(args, kwargs)
         tkey = self._tuning_key(named)
         config = self._best.get(tkey)
         if config is None:
             config = self._lookup(tkey) or self._tune(tkey, grid, args, kwargs, named, stream)
+        if fast is not None:
+            self._fast_best[fast] = config
         return self._launch(config, grid, args, kwargs, named, stream)
+
+    def _fast_key(self, args) -> tuple | None:
+        """The tuning key of a positional call as raw values: a key argument's (type, value) or an
+        array's dtype, then every array's dtype. Equal raw keys give equal tuning keys."""
+        parts = []
+        classifiers = self._classifiers
+        keys = self._key_positions
+        for i, v in enumerate(args):
+            c = classifiers[i]
+            if c is None or c[0] is not type(v):
+                c = classifiers[i] = (type(v), _extractor(v))
+            if c[1] is not None:
+                parts.append(c[1](v)[1])
+            elif i in keys:
+                if c[0] not in _SCALARS:
+                    return None      # a by-value object (a TMA binding): the slow path describes it
+                parts.append((c[0], v))
+        return tuple(parts)
 
     def _launch(self, config, grid, args, kwargs, named, stream):
         return self.kernel.launch(*args, grid=self._grid(grid, config, named), block=config.block,
-                                  cluster=config.cluster, stream=stream, **kwargs, **config.constexprs)
+                                  cluster=config.cluster, stream=stream, **kwargs, **config.constexprs._items)
 
     def _grid(self, grid, config, named):
         if callable(grid):
-            return grid({**named, **config.constexprs})
+            return grid({**named, **config.constexprs._items})
         return grid
 
     def _named(self, args, kwargs) -> dict:

@@ -173,20 +173,29 @@ def list_tuned() -> list[TunedRecord]:
     return sorted((r for r in records if r is not None), key=lambda r: r.created)
 
 
-def clear_tuned() -> int:
-    """Remove every stored tuning record (and leftover temporary files); return how many records."""
+def clear_tuned(older_than_days: float | None = None) -> int:
+    """Remove every stored tuning record, or those tuned more than ``older_than_days`` days ago
+    (``tylo cache clear --older-than``), and leftover temporary files; return how many records."""
+    if older_than_days is not None and not older_than_days >= 0:
+        raise ValueError(f"clear_tuned: older_than_days must be >= 0, got {older_than_days}")
     root = tuning_root()
     if not root.is_dir():
         return 0
+    cutoff = None if older_than_days is None else time.time() - float(older_than_days) * 86400.0
     n = 0
     for p in root.iterdir():
         temporary = p.name.startswith(_TMP_PREFIX)
-        if p.suffix == ".json" or temporary:
-            try:
-                p.unlink()
-            except OSError:
+        if not temporary and p.suffix != ".json":
+            continue
+        if cutoff is not None and not temporary:
+            record = _read(p, repair=True)
+            if record is None or record.created >= cutoff:
                 continue
-            n += not temporary
+        try:
+            p.unlink()
+        except OSError:
+            continue
+        n += not temporary
     return n
 
 

@@ -289,7 +289,15 @@ def test_clear_tuned_removes_the_records(monkeypatch, clock, timer, arrays):
     tuned[grid](out, x, 2000)
     assert len(list_tuned()) == 2
     assert "staged_scale [n=1000, dtypes=f32,f32]" in format_tuned()
-    assert clear_tuned() == 2
+    first, second = list_tuned()
+    data = json.loads(Path(first.path).read_text())
+    data["created"] -= 3 * 86400
+    Path(first.path).write_text(json.dumps(data))
+    assert clear_tuned(older_than_days=2) == 1
+    assert [r.key_text for r in list_tuned()] == [second.key_text]
+    with pytest.raises(ValueError, match="older_than_days"):
+        clear_tuned(older_than_days=-1)
+    assert clear_tuned() == 1
     assert list_tuned() == [] and clear_tuned() == 0
     again, launch = tuned_kernel(monkeypatch, clock, timer, configs(128, 256), lambda call: 1.0)
     again[grid](out, x, 1000)
@@ -343,5 +351,22 @@ def test_limits_cover_every_target_and_count_whole_allocation_units():
 
 
 def test_target_for_capability_matches_the_jit_choices():
-    assert [target_for_capability(*cc) for cc in ((8, 0), (8, 6), (8, 7), (8, 9), (9, 0), (10, 0), (12, 0))] == \
-        ["sm_80", "sm_86", "sm_86", "sm_89", "sm_90a", "sm_100a", "sm_120a"]
+    ccs = ((8, 0), (8, 6), (8, 7), (8, 9), (9, 0), (9, 1), (10, 0), (10, 3), (12, 0), (12, 1))
+    assert [target_for_capability(*cc) for cc in ccs] == \
+        ["sm_80", "sm_86", "sm_86", "sm_89", "sm_90a", "sm_90", "sm_100a", "sm_100a", "sm_120a", "sm_120a"]
+    with pytest.raises(RuntimeError, match="no target for compute capability 7.5"):
+        target_for_capability(7, 5)
+
+
+def test_positional_fast_path_and_keyword_calls_agree(monkeypatch, clock, timer, arrays):
+    out, x = arrays
+    tuned, launch = tuned_kernel(monkeypatch, clock, timer, configs(128, 256),
+                                 lambda call: {128: 2.0, 256: 1.0}[call["kwargs"]["BLOCK"]])
+    tuned[grid](out, x, n=1000)                      # keywords: the general path tunes
+    tuned[grid](out, x, 1000)                        # positional: fills the fast path's table
+    monkeypatch.setattr(tuned, "_tuning_key", lambda named: pytest.fail("the fast path bound arguments"))
+    n = len(launch.calls)
+    tuned[grid](out, x, 1000)
+    assert len(launch.calls) == n + 1
+    assert launch.calls[-1]["kwargs"] == {"BLOCK": 256, "SMEM": 256} and launch.calls[-1]["grid"] == (4,)
+    assert launch.calls[-1]["args"] == (out, x, 1000)
