@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 from pathlib import Path
 
 import pytest
@@ -78,12 +79,19 @@ def test_shared_memory_over_the_limit_is_pruned_before_timing(monkeypatch, clock
     big = Config(constexprs={"BLOCK": 128, "SMEM": 60_000}, block=128)     # 240 000 bytes > 227 KiB
     tuned, launch = tuned_kernel(monkeypatch, clock, timer, configs(256) + [big],
                                  costs_by_block({128: 0.1, 256: 1.0}))
-    tuned[grid](out, x, 1000)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        tuned[grid](out, x, 1000)
     assert tuned.best_config(out, x, 1000).constexprs["BLOCK"] == 256
     assert all(c["kwargs"]["SMEM"] != 60_000 for c in launch.calls)
     (timings,) = tuned.timings.values()
-    assert timings[1].status == "pruned" and "240000 bytes of shared memory" in timings[1].reason
-    assert str(resource_limits("sm_90a").shared_bytes_per_block) in timings[1].reason
+    limit = resource_limits("sm_90a").shared_bytes_per_block
+    if timings[1].status == "pruned":      # measured after compiling
+        assert timings[1].reason == f"240000 bytes of shared memory; sm_90a allows {limit} per block"
+        assert not caught
+    else:                                  # a JIT that refuses the shared_array itself (CompileError)
+        assert timings[1].status == "failed" and f"{limit:,}" in timings[1].reason
+        assert "240,000" in timings[1].reason and len(caught) == 1
 
 
 def test_registers_times_threads_over_the_register_file_is_pruned(monkeypatch, clock, timer, arrays):
