@@ -34,7 +34,7 @@ static long long event_seq[MAX_EVENTS];     /* record order; 0: created, not rec
 static int event_alive[MAX_EVENTS];
 static long long seq, synced_seq;
 static int alive;
-static unsigned long long memsets, memset_bytes, memset_stream, record_stream, bad_stream;
+static unsigned long long memsets, memset_bytes, memset_stream, record_stream, syncs;
 
 void fake_advance(double ms) { now_ms += ms; }
 int fake_events_alive(void) { return alive; }
@@ -42,6 +42,7 @@ unsigned long long fake_memsets(void) { return memsets; }
 unsigned long long fake_memset_bytes(void) { return memset_bytes; }
 unsigned long long fake_memset_stream(void) { return memset_stream; }
 unsigned long long fake_record_stream(void) { return record_stream; }
+unsigned long long fake_syncs(void) { return syncs; }
 
 CUresult cuGetErrorName(CUresult e, const char **s) {
     switch (e) {
@@ -111,6 +112,12 @@ CUresult cuEventElapsedTime_v2(float *ms, CUevent a, CUevent b) {
     if (i < 0 || j < 0 || !event_seq[i] || !event_seq[j]) return INVALID_HANDLE;
     if (event_seq[i] > synced_seq || event_seq[j] > synced_seq) return NOT_READY;
     *ms = (float)(event_time[j] - event_time[i]);
+    return OK;
+}
+CUresult cuStreamSynchronize(CUstream s) {
+    NEED_CTX;
+    synced_seq = seq;                               /* one stream in this simulation */
+    syncs++;
     return OK;
 }
 CUresult cuEventDestroy_v2(CUevent e) {

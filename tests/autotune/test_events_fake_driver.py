@@ -35,7 +35,7 @@ def test_do_bench_through_the_driver_layer(fake_driver):
 
         lib = ctypes.CDLL("libcuda.so.1")
         lib.fake_advance.argtypes = [ctypes.c_double]
-        for f in ("fake_memsets", "fake_memset_bytes", "fake_memset_stream", "fake_record_stream"):
+        for f in ("fake_memsets", "fake_memset_bytes", "fake_memset_stream", "fake_record_stream", "fake_syncs"):
             getattr(lib, f).restype = ctypes.c_ulonglong
         stream = 0x5EED00000000
         lengths = iter([0.25] * 6 + [0.5] * 4 + [0.25, 0.75] * 10_000)
@@ -48,6 +48,7 @@ def test_do_bench_through_the_driver_layer(fake_driver):
         assert lib.fake_memset_bytes() == 2 * (60 << 20) == 2 * events.l2_cache_bytes(0)
         assert lib.fake_memset_stream() == stream and lib.fake_record_stream() == stream
         assert lib.fake_events_alive() == 0
+        assert lib.fake_syncs() == 3     # after the first call, after the estimate, after the timed calls
         r = do_bench(lambda: lib.fake_advance(0.25), warmup=0, rep=1, flush_l2=False)
         assert r.n == 4 and r.median_ms == 0.25 and lib.fake_memsets() == 45
         assert lib.fake_record_stream() == 0 and lib.fake_events_alive() == 0
