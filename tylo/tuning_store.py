@@ -13,6 +13,7 @@ treated as absent. Nothing is unpickled: configurations are matched by their ``r
 """
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import os
@@ -86,6 +87,12 @@ class TunedRecord:
     @property
     def best_timing(self) -> ConfigTiming | None:
         return next((t for t in self.timings if t.config == self.best), None)
+
+    def to_json(self) -> dict:
+        """What ``tylo cache list --json`` says of this record."""
+        return {"kernel": self.kernel, "key": dict(self.key), "best": self.best, "device": self.device,
+                "arch": self.arch, "created": self.created, "fingerprint": self.fingerprint, "path": self.path,
+                "timings": [t.to_json() for t in self.timings]}
 
 
 def tuning_root() -> Path:
@@ -164,13 +171,16 @@ def store_record(identity: dict, *, kernel: str, key: tuple, best: str, timings,
     return path
 
 
-def list_tuned() -> list[TunedRecord]:
-    """Every stored tuning record, oldest first (damaged files are reported and removed)."""
+def list_tuned(kernel: str | None = None) -> list[TunedRecord]:
+    """Every stored tuning record, oldest first, or those whose kernel name (qualified or not)
+    matches the shell pattern ``kernel``. Damaged files are reported and removed."""
     root = tuning_root()
     if not root.is_dir():
         return []
     records = [_read(p, repair=True) for p in sorted(root.glob("*.json"))]
-    return sorted((r for r in records if r is not None), key=lambda r: r.created)
+    records = [r for r in records if r is not None and (kernel is None or fnmatch.fnmatchcase(r.kernel, kernel)
+                                                           or fnmatch.fnmatchcase(r.kernel.rpartition(".")[2], kernel))]
+    return sorted(records, key=lambda r: r.created)
 
 
 def clear_tuned(older_than_days: float | None = None) -> int:

@@ -295,8 +295,10 @@ def test_clear_tuned_removes_the_records(monkeypatch, clock, timer, arrays):
     tuned, launch = tuned_kernel(monkeypatch, clock, timer, configs(128, 256), lambda call: 1.0)
     tuned[grid](out, x, 1000)
     tuned[grid](out, x, 2000)
-    assert len(list_tuned()) == 2
+    assert len(list_tuned()) == 2 and len(list_tuned(kernel="staged_*")) == 2 and list_tuned(kernel="other") == []
     assert "staged_scale [n=1000, dtypes=f32,f32]" in format_tuned()
+    as_json = json.loads(json.dumps(list_tuned()[0].to_json()))
+    assert as_json["key"] == {"n": "1000", "dtypes": "f32,f32"} and len(as_json["timings"]) == 2
     first, second = list_tuned()
     data = json.loads(Path(first.path).read_text())
     data["created"] -= 3 * 86400
