@@ -231,7 +231,7 @@ def _device_buffer(v) -> tuple[int, int]:
     if any(n == 0 for n in info.shape):
         return info.ptr, 0
     span = 1 + sum((n - 1) * abs(s) for n, s in zip(info.shape, info.strides))
-    return info.ptr, span * numpy_dtype(info.dtype).itemsize
+    return info.ptr, span * numpy_dtype(info.dtype_name).itemsize
 
 
 # ------------------------------------------------------------------ progress

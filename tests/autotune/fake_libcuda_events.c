@@ -4,7 +4,8 @@
  * cuMemAlloc_v2) and no unversioned twins, handles and streams above 32 bits. It simulates a
  * GPU timeline: fake_advance(ms) is a kernel of that length, a memset takes time by its size,
  * an event holds the time it was recorded at and may be read only after an event recorded at
- * or after it was synchronized (else CUDA_ERROR_NOT_READY). */
+ * or after it was synchronized (else CUDA_ERROR_NOT_READY). Device memory is a host heap, so a
+ * device pointer is a host address the test can read and write. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -24,7 +25,7 @@ typedef void *CUcontext, *CUstream, *CUevent;
 #define MAX_EVENTS 100000
 #define EVENT_BASE 0xE0E000000000ull
 #define CTX ((CUcontext)0x5500000000000ull)
-#define L2_BYTES (60 << 20)
+#define HEAP_BYTES (4 << 20)
 
 static int initialised;
 static CUcontext current;
@@ -35,6 +36,10 @@ static int event_alive[MAX_EVENTS];
 static long long seq, synced_seq;
 static int alive;
 static unsigned long long memsets, memset_bytes, memset_stream, record_stream, syncs;
+static int l2_bytes = 1024;
+static _Alignas(256) unsigned char heap[HEAP_BYTES];
+static size_t heap_used;
+static int allocs_alive;
 
 void fake_advance(double ms) { now_ms += ms; }
 int fake_events_alive(void) { return alive; }
@@ -43,6 +48,12 @@ unsigned long long fake_memset_bytes(void) { return memset_bytes; }
 unsigned long long fake_memset_stream(void) { return memset_stream; }
 unsigned long long fake_record_stream(void) { return record_stream; }
 unsigned long long fake_syncs(void) { return syncs; }
+int fake_allocs_alive(void) { return allocs_alive; }
+
+static int in_heap(CUdeviceptr p, size_t n) {
+    uintptr_t base = (uintptr_t)heap;
+    return p >= base && p + n <= base + HEAP_BYTES;
+}
 
 CUresult cuGetErrorName(CUresult e, const char **s) {
     switch (e) {
@@ -64,14 +75,39 @@ CUresult cuDeviceGet(CUdevice *d, int ordinal) { NEED_INIT; if (ordinal) return 
 CUresult cuDeviceGetAttribute(int *v, int attr, CUdevice dev) {
     NEED_INIT;
     if (dev) return INVALID_DEVICE;
-    if (attr == 38) { *v = L2_BYTES; return OK; }   /* L2_CACHE_SIZE */
+    if (attr == 38) { *v = l2_bytes; return OK; }   /* L2_CACHE_SIZE */
     return INVALID_VALUE;
 }
 CUresult cuDevicePrimaryCtxRetain(CUcontext *c, CUdevice dev) { NEED_INIT; *c = CTX; return OK; }
 CUresult cuCtxGetCurrent(CUcontext *c) { NEED_INIT; *c = current; return OK; }
 CUresult cuCtxSetCurrent(CUcontext c) { NEED_INIT; current = c; return OK; }
 CUresult cuCtxGetDevice(CUdevice *d) { NEED_CTX; *d = 0; return OK; }
-CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) { NEED_CTX; *p = 0x7F0000000000ull; return OK; }
+CUresult cuCtxSynchronize(void) { NEED_CTX; synced_seq = seq; return OK; }
+CUresult cuMemAlloc_v2(CUdeviceptr *p, size_t n) {
+    NEED_CTX;
+    size_t at = (heap_used + 255) & ~(size_t)255;
+    if (at + n > HEAP_BYTES) return 2;              /* CUDA_ERROR_OUT_OF_MEMORY */
+    heap_used = at + n;
+    allocs_alive++;
+    *p = (CUdeviceptr)(uintptr_t)(heap + at);
+    return OK;
+}
+CUresult cuMemFree_v2(CUdeviceptr p) { NEED_CTX; if (!in_heap(p, 0)) return INVALID_VALUE; allocs_alive--; return OK; }
+CUresult cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n) {
+    NEED_CTX; if (!in_heap(dst, n)) return INVALID_VALUE; memcpy((void *)(uintptr_t)dst, src, n); return OK;
+}
+CUresult cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n) {
+    NEED_CTX; if (!in_heap(src, n)) return INVALID_VALUE; memcpy(dst, (void *)(uintptr_t)src, n); return OK;
+}
+CUresult cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n) {
+    NEED_CTX;
+    if (!in_heap(dst, n) || !in_heap(src, n)) return INVALID_VALUE;
+    memmove((void *)(uintptr_t)dst, (void *)(uintptr_t)src, n);
+    return OK;
+}
+CUresult cuMemsetD8_v2(CUdeviceptr p, unsigned char v, size_t n) {
+    NEED_CTX; if (!in_heap(p, n)) return INVALID_VALUE; memset((void *)(uintptr_t)p, v, n); return OK;
+}
 
 static int slot(CUevent e) {
     unsigned long long h = (unsigned long long)(uintptr_t)e;
@@ -129,6 +165,8 @@ CUresult cuEventDestroy_v2(CUevent e) {
 }
 CUresult cuMemsetD8Async(CUdeviceptr p, unsigned char v, size_t n, CUstream s) {
     NEED_CTX;
+    if (!in_heap(p, n)) return INVALID_VALUE;
+    memset((void *)(uintptr_t)p, v, n);
     memsets++; memset_bytes = n; memset_stream = (uintptr_t)s;
     now_ms += (double)n / 3e9;                      /* 3 TB/s: never inside a timed interval */
     return OK;

@@ -18,20 +18,6 @@ def cdiv(a, b):
     return -(-a // b)
 
 
-@tylo.jit
-def add_one(x, n, BLOCK: tylo.constexpr):
-    i = tylo.block_idx.x * BLOCK + tylo.thread_idx.x
-    if i < n:
-        x[i] = x[i] + 1.0
-
-
-@tylo.jit
-def atomic_total(total, x, n, BLOCK: tylo.constexpr):
-    i = tylo.block_idx.x * BLOCK + tylo.thread_idx.x
-    if i < n:
-        tylo.atomic_add(total, x[i])
-
-
 def test_do_bench_times_a_kernel_with_events():
     n = 1 << 24
     x = tylo.to_device(rng.standard_normal(n).astype(np.float32))
@@ -79,7 +65,7 @@ def test_restore_value_keeps_tuning_runs_out_of_an_in_place_update():
     x0 = rng.standard_normal(n).astype(np.float32)
     x = tylo.to_device(x0)
     cfgs = [Config(constexprs={"BLOCK": b}, block=b) for b in (128, 256)]
-    tuned = autotune(configs=cfgs, key=["n"], warmup=1, rep=5, restore_value=["x"])(add_one)
+    tuned = autotune(configs=cfgs, key=["n"], warmup=1, rep=5, restore_value=["x"])(tk.add_one)
     tuned[lambda meta: (cdiv(meta["n"], meta["BLOCK"]),)](x, n)
     np.testing.assert_array_equal(x.to_host(), x0 + np.float32(1))
 
@@ -90,7 +76,7 @@ def test_reset_to_zero_clears_an_accumulator_before_each_timed_run():
     x = tylo.to_device(values)
     total = tylo.to_device(np.array([123456], np.int32))
     cfgs = [Config(constexprs={"BLOCK": b}, block=b) for b in (128, 256)]
-    tuned = autotune(configs=cfgs, key=["n"], warmup=1, rep=5, reset_to_zero=["total"])(atomic_total)
+    tuned = autotune(configs=cfgs, key=["n"], warmup=1, rep=5, reset_to_zero=["total"])(tk.atomic_total)
     tuned[lambda meta: (cdiv(meta["n"], meta["BLOCK"]),)](total, x, n)
     # timed runs started from zero and were undone: the call added once to the caller's value
     assert int(total.to_host()[0]) == 123456 + int(values.astype(np.int64).sum())

@@ -45,7 +45,7 @@ def test_do_bench_through_the_driver_layer(fake_driver):
         assert r.median_ms == 0.5 and r.min_ms == 0.25 and r.mean_ms == 0.5, r
         assert r.quantiles == (0.25, 0.5, 0.75), r
         assert lib.fake_memsets() == 5 + 40
-        assert lib.fake_memset_bytes() == 2 * (60 << 20) == 2 * events.l2_cache_bytes(0)
+        assert lib.fake_memset_bytes() == 2 * 1024 == 2 * events.l2_cache_bytes(0)
         assert lib.fake_memset_stream() == stream and lib.fake_record_stream() == stream
         assert lib.fake_events_alive() == 0
         assert lib.fake_syncs() == 3     # after the first call, after the estimate, after the timed calls
@@ -68,4 +68,69 @@ def test_do_bench_through_the_driver_layer(fake_driver):
         print("OK")
         """)
     r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=ROOT, timeout=120)
+    assert r.returncode == 0 and "OK" in r.stdout, r.stdout + r.stderr
+
+
+def test_tuning_through_the_driver_layer_restores_and_zeroes(fake_driver, tmp_path):
+    """The whole tuning path with real events, flushes, copies and memsets of the stand-in driver
+    (device memory is host memory there): the launches are Python stand-ins of the kernels that
+    update the arrays and take simulated time. restore_value and reset_to_zero leave exactly one
+    launch's effect; the cheaper config wins; the saved copies are freed."""
+    env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{ROOT / 'tests' / 'autotune'}",
+               TYLO_CACHE_DIR=str(tmp_path / "cache"),
+               LD_LIBRARY_PATH=fake_driver + os.pathsep + os.environ.get("LD_LIBRARY_PATH", ""))
+    code = textwrap.dedent("""
+        import ctypes
+        import numpy as np
+        import tylo
+        import tuned_kernels as tk
+        from tylo.autotune import Config, autotune
+        from tylo.tuning_store import list_tuned
+
+        lib = ctypes.CDLL("libcuda.so.1")
+        lib.fake_advance.argtypes = [ctypes.c_double]
+        cost = {128: 0.3, 256: 0.2}
+
+        def view(a):   # the stand-in's device memory is host memory
+            return np.frombuffer((ctypes.c_char * a.nbytes).from_address(a.ptr), dtype=a.dtype)
+
+        def add_one(x, n, *, grid, block, stream=None, cluster=None, BLOCK):
+            assert grid == (-(-n // BLOCK),) and block == (BLOCK, 1, 1)
+            view(x)[:n] += 1
+            lib.fake_advance(cost[BLOCK])
+
+        seen = []
+
+        def atomic_total(total, x, n, *, grid, block, stream=None, cluster=None, BLOCK):
+            seen.append(int(view(total)[0]))
+            view(total)[0] += view(x)[:n].sum()
+            lib.fake_advance(cost[BLOCK])
+
+        tk.add_one.launch, tk.atomic_total.launch = add_one, atomic_total
+        cfgs = [Config(constexprs={"BLOCK": b}, block=b) for b in (128, 256)]
+        grid = lambda meta: (-(-meta["n"] // meta["BLOCK"]),)
+        rng = np.random.default_rng(7)
+
+        n = 1000
+        x0 = rng.standard_normal(n).astype(np.float32)
+        x = tylo.to_device(x0)
+        alive = lib.fake_allocs_alive()
+        tuned = autotune(configs=cfgs, key=["n"], warmup=1, rep=5, restore_value=["x"])(tk.add_one)
+        tuned[grid](x, n)
+        np.testing.assert_array_equal(x.to_host(), x0 + np.float32(1))
+        assert tuned.best_config(x, n).constexprs["BLOCK"] == 256
+        (record,) = list_tuned()
+        assert [round(t.median_ms, 4) for t in record.timings] == [0.3, 0.2], record.timings
+        assert lib.fake_allocs_alive() == alive + 1, "the saved copy is freed; the flush buffer stays"
+
+        values = rng.integers(-1000, 1000, n).astype(np.int32)
+        xs = tylo.to_device(values)
+        total = tylo.to_device(np.array([123456], np.int32))
+        tuned = autotune(configs=cfgs, key=["n"], warmup=1, rep=5, reset_to_zero=["total"])(tk.atomic_total)
+        tuned[grid](total, xs, n)
+        assert int(total.to_host()[0]) == 123456 + int(values.sum())
+        assert len(seen) > 2 and set(seen[:-1]) == {0} and seen[-1] == 123456, seen
+        print("OK")
+        """)
+    r = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, cwd=ROOT, timeout=300)
     assert r.returncode == 0 and "OK" in r.stdout, r.stdout + r.stderr

@@ -15,3 +15,19 @@ def staged_scale(out, x, n, BLOCK: tylo.constexpr, SMEM: tylo.constexpr):
     tylo.sync_threads()
     if i < n:
         out[i] = buf[t] * 2.0
+
+
+@tylo.jit(arch="sm_90a")
+def add_one(x, n, BLOCK: tylo.constexpr):
+    """x[i] += 1 in place: tuning runs must not leave their updates (restore_value)."""
+    i = tylo.block_idx.x * BLOCK + tylo.thread_idx.x
+    if i < n:
+        x[i] = x[i] + 1.0
+
+
+@tylo.jit(arch="sm_90a")
+def atomic_total(total, x, n, BLOCK: tylo.constexpr):
+    """total[0] += sum(x) with atomics: each tuning run must start from zero (reset_to_zero)."""
+    i = tylo.block_idx.x * BLOCK + tylo.thread_idx.x
+    if i < n:
+        tylo.atomic_add(total, x[i])
