@@ -23,6 +23,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Mapping
@@ -299,6 +300,7 @@ class Autotuner:
         self.clock = clock if clock is not None else time.monotonic
         self._tuned_names = set().union(*(c.constexprs for c in self.configs))
         self._best: dict[tuple, Config] = {}
+        self._tuning_lock = threading.Lock()      # one thread tunes a key; the others wait for its choice
         # the launch fast path: positional calls, keyed by raw values (no reprs, no binding)
         self._positional = len(self._names) - len(self._tuned_names)
         self._fast_ok = all(n not in self._tuned_names for n in self._names[:self._positional])
@@ -360,7 +362,8 @@ class Autotuner:
             if grid is None:
                 raise LookupError(f"{self.__name__} has not been tuned for {_key_display(tkey)}; launch it once "
                                   f"or pass grid= to best_config to tune now")
-            config = self._tune(tkey, grid, args, kwargs, named, stream)
+            with self._tuning_lock:
+                config = self._lookup(tkey) or self._tune(tkey, grid, args, kwargs, named, stream)
         return config
 
     def _run(self, grid, args, kwargs, stream):
@@ -376,7 +379,8 @@ class Autotuner:
         tkey = self._tuning_key(named)
         config = self._best.get(tkey)
         if config is None:
-            config = self._lookup(tkey) or self._tune(tkey, grid, args, kwargs, named, stream)
+            with self._tuning_lock:
+                config = self._lookup(tkey) or self._tune(tkey, grid, args, kwargs, named, stream)
         if fast is not None:
             self._fast_best[fast] = config
         return self._launch(config, grid, args, kwargs, named, stream)

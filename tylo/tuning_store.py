@@ -218,7 +218,7 @@ def format_tuned(records=None) -> str:
     lines = []
     for r in records:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(r.created))
-        lines.append(f"{r.kernel} [{r.key_text}] on {r.device} ({r.arch}), tuned {when}")
+        lines.append(f"{r.kernel} [{r.key_text}] on {r.device} ({r.arch}), source {r.fingerprint[:8]}, tuned {when}")
         for t in r.timings:
             mark = "*" if t.config == r.best else " "
             if t.status == "ok":

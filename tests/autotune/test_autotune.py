@@ -380,3 +380,19 @@ def test_positional_fast_path_and_keyword_calls_agree(monkeypatch, clock, timer,
     assert len(launch.calls) == n + 1
     assert launch.calls[-1]["kwargs"] == {"BLOCK": 256, "SMEM": 256} and launch.calls[-1]["grid"] == (4,)
     assert launch.calls[-1]["args"] == (out, x, 1000)
+
+
+def test_concurrent_first_calls_tune_once(monkeypatch, clock, timer, arrays):
+    import threading
+
+    out, x = arrays
+    tuned, launch = tuned_kernel(monkeypatch, clock, timer, configs(128, 256), lambda call: 1.0)
+    tunings = []
+    real_tune = tuned._tune
+    monkeypatch.setattr(tuned, "_tune", lambda *a: tunings.append(1) or real_tune(*a))
+    threads = [threading.Thread(target=lambda: tuned[grid](out, x, 1000)) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(tunings) == 1
