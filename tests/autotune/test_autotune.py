@@ -14,8 +14,8 @@ import pytest
 import tuned_kernels as tk
 from fakes import FakeDeviceArray, FakeLaunch
 
-from tylo import autotune as autotune_module
-from tylo.autotune import AutotuneError, AutotuneWarning, Config, autotune, target_for_capability
+from tylo import autotuner as autotune_module
+from tylo.autotuner import AutotuneError, AutotuneWarning, Config, autotune, target_for_capability
 from tylo.codegen.targets import TARGETS, resource_limits
 from tylo.tuning_store import clear_tuned, format_tuned, list_tuned, tuning_root
 
@@ -238,7 +238,7 @@ def test_winner_persists_across_processes(monkeypatch, clock, timer, arrays):
     proc = _run_subprocess("""
         import tuned_kernels as tk
         from fakes import FakeDeviceArray
-        from tylo.autotune import Config, autotune
+        from tylo.autotuner import Config, autotune
 
         class NoTiming:
             def __getattr__(self, name):

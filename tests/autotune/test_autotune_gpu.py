@@ -5,7 +5,7 @@ import pytest
 import tuned_kernels as tk
 
 import tylo
-from tylo.autotune import Config, autotune
+from tylo.autotuner import Config, autotune
 from tylo.testing import do_bench
 from tylo.tuning_store import list_tuned
 
@@ -36,7 +36,7 @@ def test_do_bench_times_a_kernel_with_events():
     np.testing.assert_array_equal(out.to_host(), 2 * x.to_host())
 
 
-def test_autotune_picks_a_config_and_computes_right(monkeypatch):
+def test_autotune_picks_a_config_and_computes_right():
     n = 1_000_003
     cfgs = [Config(constexprs={"BLOCK": b, "SMEM": b}, block=b) for b in (128, 256, 512)]
     tuned = autotune(configs=cfgs, key=["n"], warmup=5, rep=20)(tk.staged_scale)

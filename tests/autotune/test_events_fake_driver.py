@@ -84,7 +84,7 @@ def test_tuning_through_the_driver_layer_restores_and_zeroes(fake_driver, tmp_pa
         import numpy as np
         import tylo
         import tuned_kernels as tk
-        from tylo.autotune import Config, autotune
+        from tylo.autotuner import Config, autotune
         from tylo.tuning_store import list_tuned
 
         lib = ctypes.CDLL("libcuda.so.1")

@@ -17,6 +17,9 @@ The choice and every configuration's timing are stored in the tylo cache folder
 (``tylo.tuning_store``), so later processes reuse it without timing anything. A call then
 launches the kernel with the chosen configuration: ``grid`` is a tuple or a function of
 ``meta``, a dict of the call's named arguments and the configuration's constexprs.
+
+The module is ``autotuner``, not ``autotune``: the package exports the decorator as
+``tylo.autotune``, which would hide a submodule of the same name.
 """
 from __future__ import annotations
 
@@ -32,9 +35,10 @@ from dataclasses import dataclass, field
 from .codegen.targets import TARGETS, resource_limits
 from .runtime.arrays import array_extractor
 from .testing import do_bench
-from .tuning_store import ConfigTiming, load_record, store_record
+from .tuning_store import ConfigTiming, TunedRecord, clear_tuned, format_tuned, list_tuned, load_record, store_record
 
-__all__ = ["Config", "autotune", "Autotuner", "AutotuneError", "AutotuneWarning", "target_for_capability"]
+__all__ = ["Config", "autotune", "Autotuner", "AutotuneError", "AutotuneWarning", "target_for_capability",
+           "list_tuned", "clear_tuned", "format_tuned", "TunedRecord", "ConfigTiming"]
 
 PROGRESS_AFTER_S = 1.0   # tuning prints progress on stderr once it has taken this long
 
