@@ -33,6 +33,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from .codegen.targets import TARGETS, resource_limits
+from .ir.types import ScalarType
 from .runtime.arrays import array_extractor
 from .testing import do_bench
 from .tuning_store import ConfigTiming, TunedRecord, clear_tuned, format_tuned, list_tuned, load_record, store_record
@@ -207,8 +208,6 @@ class _BlobSignature:
 
 
 def _signature_entry(p, v):
-    from .ir.types import ScalarType
-
     ann = getattr(p, "annotation", None)
     dt = _array_dtype(v)
     if dt is not None:
