@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Target", "TARGETS", "get_target"]
+__all__ = ["Target", "TARGETS", "get_target", "ResourceLimits", "resource_limits"]
 
 
 @dataclass(frozen=True)
@@ -40,3 +40,40 @@ def get_target(name: str) -> Target:
         return TARGETS[name]
     except KeyError:
         raise ValueError(f"unknown target {name!r}; supported: {', '.join(TARGETS)}") from None
+
+
+@dataclass(frozen=True)
+class ResourceLimits:
+    """What one thread block may use on a target (CUDA C++ Programming Guide, table of technical
+    specifications per compute capability); the autotuner prunes configurations against it."""
+
+    shared_bytes_per_block: int            # opt-in maximum, static + dynamic
+    reserved_shared_bytes: int = 1024      # the driver's own per block (sm_80+), outside that maximum;
+                                           # ptxas reports it as the static shared memory of a kernel
+    registers_per_block: int = 65536       # 32-bit registers; also the register file of one SM
+    register_allocation_unit: int = 256    # registers are allocated per warp in units of this many
+    threads_per_block: int = 1024
+    cluster_blocks: int = 1                # portable thread-block-cluster size (1: no clusters)
+
+    def registers_used(self, registers_per_thread: int, threads: int) -> int:
+        """Registers a block of ``threads`` threads takes from the register file."""
+        unit = self.register_allocation_unit
+        per_warp = -(-registers_per_thread * 32 // unit) * unit
+        return -(-threads // 32) * per_warp
+
+
+_KIB = 1024
+_RESOURCE_LIMITS: dict[int, ResourceLimits] = {
+    80: ResourceLimits(shared_bytes_per_block=163 * _KIB),
+    86: ResourceLimits(shared_bytes_per_block=99 * _KIB),
+    89: ResourceLimits(shared_bytes_per_block=99 * _KIB),
+    90: ResourceLimits(shared_bytes_per_block=227 * _KIB, cluster_blocks=8),
+    100: ResourceLimits(shared_bytes_per_block=227 * _KIB, cluster_blocks=8),
+    120: ResourceLimits(shared_bytes_per_block=99 * _KIB, cluster_blocks=8),
+}
+
+
+def resource_limits(target: Target | str) -> ResourceLimits:
+    """The per-block limits of ``target`` (a Target or its name)."""
+    t = get_target(target) if isinstance(target, str) else target
+    return _RESOURCE_LIMITS[t.sm]
