@@ -397,3 +397,22 @@ def test_info_without_gpu(capsys, monkeypatch):
     monkeypatch.setattr(tylo.runtime, "driver", fake, raising=False)
     rc, out, err = run(capsys, "info")
     assert rc == 0 and "no GPU" in out
+
+
+def test_cache_list_shows_tuned_kernels_and_clear_removes_them(capsys, cache):
+    """`tylo cache list` shows the autotuner's stored choices with their timings; `cache clear --all` clears them."""
+    from tylo.tuning_store import ConfigTiming, list_tuned, store_record
+
+    timings = (ConfigTiming("Config(constexprs={'BLOCK': 128}, block=128)", "ok", median_ms=0.125, n=40),
+               ConfigTiming("Config(constexprs={'BLOCK': 256}, block=256)", "ok", median_ms=0.0625, n=40),
+               ConfigTiming("Config(constexprs={'BLOCK': 4096}, block=1024)", "pruned", reason="shared memory"))
+    store_record({"kernel": "scale_rows", "n": 1}, kernel="mod.scale_rows", key=(("N", "4096"),),
+                 best=timings[1].config, timings=timings, device="NVIDIA H200", arch="sm_90a", fingerprint="ab" * 32)
+    rc, out, _ = run(capsys, "cache", "list")
+    assert rc == 0 and "tuned kernels" in out and "scale_rows" in out and "N=4096" in out
+    assert "'BLOCK': 256" in out
+    rc, out, _ = run(capsys, "cache", "list", "--json")
+    tuned = json.loads(out)["tuned"]
+    assert [t["best"] for t in tuned] == [timings[1].config] and tuned[0]["timings"][2]["status"] == "pruned"
+    rc, out, _ = run(capsys, "cache", "clear", "--all")
+    assert rc == 0 and "1 tuning record" in out and list_tuned() == []

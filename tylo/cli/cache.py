@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from tylo.cache.disk import STAGE_FILES, CacheEntry, DiskCache, default_cache
+from tylo.tuning_store import clear_tuned, format_tuned, list_tuned
 
 from . import disasm
 from .errors import CLIError, UsageError
@@ -53,13 +54,16 @@ def cmd_cache_list(args) -> int:
     cache = checked_cache(default_cache())
     entries = [e for e in cache.entries() if _matches(e, args.kernel)]
     entries.sort(key=lambda e: e.last_used, reverse=True)
+    tuned = list_tuned(kernel=args.kernel)
     if args.json:
         print(json.dumps({"cache": str(cache.root), "disk": not cache.memory_only,
-                          "entries": [_entry_record(e) for e in entries]}, indent=2, default=str))
+                          "entries": [_entry_record(e) for e in entries],
+                          "tuned": [r.to_json() for r in tuned]}, indent=2, default=str))
         return 0
     if not entries:
         what = f"no entry for kernel {args.kernel!r}" if args.kernel else "cache is empty"
         print(f"{what} ({cache_location(cache)})")
+        _print_tuned(tuned)
         return 0
     now = time.time()
     headers = ["KEY", "KERNEL", "ARCH", "SIGNATURE", "CONSTEXPRS", "BLOCK", "REGS", "SPILLS", "SHARED",
@@ -88,7 +92,14 @@ def cmd_cache_list(args) -> int:
     print(table(headers, rows, right={6, 7, 8, 9, 10}))
     n = len(entries)
     print(f"\n{n} entr{'y' if n == 1 else 'ies'}, {fmt_bytes(total)} in {cache_location(cache)}")
+    _print_tuned(tuned)
     return 0
+
+
+def _print_tuned(tuned) -> None:
+    """The autotuner's stored choices (tylo.autotune), with every config's timing."""
+    if tuned:
+        print("\ntuned kernels:\n" + format_tuned(tuned))
 
 
 def cmd_cache_show(args) -> int:
@@ -167,7 +178,9 @@ def cmd_cache_clear(args) -> int:
     if args.older_than is not None and args.older_than < 0:
         raise UsageError("--older-than DAYS must be >= 0")
     n = cache.clear(all=args.all, older_than_days=args.older_than)
-    print(f"removed {n} entr{'y' if n == 1 else 'ies'} from {cache_location(cache)}")
+    t = clear_tuned(older_than_days=None if args.all else args.older_than)
+    print(f"removed {n} entr{'y' if n == 1 else 'ies'} and {t} tuning record{'' if t == 1 else 's'} "
+          f"from {cache_location(cache)}")
     return 0
 
 
