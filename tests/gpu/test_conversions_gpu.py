@@ -39,12 +39,14 @@ def _dtype(t):
     return np.uint8 if t == "bool" else ref.NP[t]
 
 
-@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
-@pytest.mark.parametrize("src", ref.SCALARS)
+# fp8 types exist from sm_89: on sm_80 an fp8 source is a CompileError (tested on the CPU), not a case here
+_CASES = [(arch, src) for arch in ("sm_80", "sm_90a") for src in ref.SCALARS
+          if not (arch == "sm_80" and src in ref.FP8_MAX)]
+
+
+@pytest.mark.parametrize("arch,src", _CASES)
 def test_conversions_on_the_gpu_match_the_model(tmp_path, arch, src):
     fp8 = arch != "sm_80"
-    if src in ref.FP8_MAX and not fp8:
-        pytest.skip("fp8 conversions need sm_89")
     dsts = [d for d in ref.SCALARS if d != src and (fp8 or d not in ref.FP8_MAX)]
     kernel, sig = _kernel(tmp_path, src, dsts)
     ck = kernel.compile(signature=sig, arch=arch)
