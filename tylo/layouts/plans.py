@@ -341,6 +341,7 @@ def relayout_plan(src: Ownership, dst: Ownership) -> RelayoutPlan:
     """Register permutation within each thread turning ``src`` into ``dst``;
     ``ValueError`` when values would have to move between threads.
 
+    >>> from tylo.layouts import Layout
     >>> a = Ownership.local((4, 8), axis=1)
     >>> b = Ownership((4, 8), Layout((4, (2, 4)), (1, (16, 4))))
     >>> relayout_plan(a, b).sources
