@@ -18,6 +18,7 @@ import json
 import os
 import re
 import selectors
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -57,6 +58,7 @@ def worker(kind):
             result = {"seed": seed, "status": "fuzzer_error", "detail": f"{type(exc).__name__}: {exc}"}
         sys.stdout.write(json.dumps(result, default=str) + "\n")
         sys.stdout.flush()
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 class Worker:

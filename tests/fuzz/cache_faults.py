@@ -239,6 +239,8 @@ def entry_fault(kind):
         elif kind == "root_readonly":
             os.chmod(cache_dir, 0o555)
             os.chmod(entry, 0o555)
+        elif kind == "root_unwritable":   # works as root too: nothing can be created under /proc
+            return _serve_and_compare(folder, f"/proc/tylo-fuzz-cache-{seed}", result)
         try:
             return _serve_and_compare(folder, cache_dir, result)
         finally:
@@ -536,7 +538,8 @@ FAULTS = (
        ("shared_bytes", "drop_cubin_digest", "drop_tyir", "not_object", "other_key", "files_not_dict",
         "bad_digest", "empty_files", "kernel_name", "bit_flip_valid_json")]
     + [(k, entry_fault(k)) for k in
-       ("entry_is_file", "entry_empty", "entry_of_other_kernel", "root_is_file", "root_readonly")]
+       ("entry_is_file", "entry_empty", "entry_of_other_kernel", "root_is_file", "root_readonly",
+        "root_unwritable")]
     + [("fifo", fifo_fault), ("kill9", kill_fault), ("concurrent", concurrent_fault),
        ("tylo_sources", tylo_source_fault), ("in_process_edit", in_process_edit_fault), ("nogpu", nogpu_fault)]
     + [(f"key_{k}", key_fault(k)) for k in KEY_CASES]

@@ -28,6 +28,8 @@ FINDINGS = {
     "F15": ("new", "storing an int into a *bool is rejected; docs: a store converts to the pointee type"),
     "F16": ("new", "tylo.f8e4m3(1.5) and tylo.i32(2.5) on Python constants are rejected; docs: dtype calls "
                    "convert with the C rules"),
+    "F17": ("new", "`/` on two ints of different signedness promotes first (i8 -20 / u8 4 = 59.0); docs: ints "
+                   "are converted to f32 first (-5.0)"),
     "F20": ("11", "wrong arity or keywords to builtins: internal compiler error TypeError"),
     "F21": ("11", "failing compile-time constants (10**400, 1 << 200, log(-1.0), sqrt(-4.0)): internal "
                   "compiler error OverflowError/ValueError"),
@@ -58,7 +60,7 @@ _VALID_PATTERNS = [
     ("F13", r"expected number, got int"),
     ("F14", r"on bools is not defined"),
     ("F15", r"into \*bool"),
-    ("F16", r"is a storage type; constants must|is not an integer and cannot be a"),
+    ("F16", r"is a storage type; constants must|is not an integer and cannot be a|\d\.\d+ does not fit in"),
 ]
 _INVALID_BY_TEMPLATE = {
     "sig_bad_suffix": "F24", "sig_align8": "F24", "sig_empty_entry": "F24", "sig_trailing_comma": "F24",

@@ -362,6 +362,9 @@ class Generator:
         if e.ty == "py":
             if isinstance(e.pv, float) and (is_int(t) or t == "bool") and self.r.random() < 0.8:
                 e = Ex("lit", "py", v=int(e.pv), pv=int(e.pv))   # tylo.i8(1.5): see FINDINGS.md (F-float-typed-int)
+            if _uses_name(e) and is_int(t) and t != "i64" and e.kind != "cname":
+                # its value at generation is one of several: go through i64 so every value converts
+                return Ex("cast", t, [Ex("cast", "i64", [e], v=("i64", "call"))], v=(t, "call"))
             if isinstance(e.pv, int) and is_int(t) and not fits(e.pv, t):
                 # docs/language.md does not say whether tylo.u8(300) wraps: go through the literal's type
                 wide = default_int_type(e.pv)

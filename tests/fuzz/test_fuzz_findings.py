@@ -279,3 +279,17 @@ def test_f16_dtype_conversion_of_a_python_constant_follows_the_conversion_rules(
     i = np.zeros(1, np.int32)
     interpret(typed_constants, "*f8e4m3, *i32", [f8, i])
     assert float(f8[0]) == 1.5 and i[0] == 2
+
+
+@tylo.jit
+def mixed_sign_true_division(out, a, b):
+    out[0] = a / b
+
+
+@xfail("F17")
+def test_f17_true_division_converts_each_int_operand_to_f32():
+    # docs/language.md: "/ is true division: ints are converted to f32 first"; tylo first promotes
+    # i8 with u8 to u8 (-20 becomes 236), then converts
+    out = np.zeros(1, np.float32)
+    interpret(mixed_sign_true_division, "*f32, i8, u8", [out], -20, 4)
+    assert out[0] == -5.0
