@@ -14,8 +14,9 @@ import sys
 import warnings
 
 
-def failure(source: str, kernel: str, signature: str, constexprs: dict, archs=("sm_90a",)) -> str | None:
-    """The normalised failure of compiling ``source`` (None when it compiles, or does not parse)."""
+def failure(source: str, kernel: str, signature: str, constexprs: dict, archs=("sm_90a",), run_args=None) -> str | None:
+    """The normalised failure of compiling ``source`` (None when it compiles, or does not parse);
+    with ``run_args`` (a function returning fresh arguments), of running it in the interpreter."""
     try:
         ast.parse(source)
     except SyntaxError:
@@ -31,6 +32,10 @@ def failure(source: str, kernel: str, signature: str, constexprs: dict, archs=("
             warnings.simplefilter("ignore")
             spec.loader.exec_module(module)
             k = getattr(module, kernel)
+            if run_args is not None:
+                from tylo.interpreter import run
+                run(k.lower(signature=signature, constexprs=constexprs), run_args(), grid=(1,), block=(1,))
+                return None
             for arch in archs:
                 k.compile(signature=signature, arch=arch, constexprs=constexprs)
     except Exception as exc:  # noqa: BLE001
@@ -48,8 +53,8 @@ def _block_end(lines, i):
     return j
 
 
-def reduce(source, kernel, signature, constexprs, target=None):
-    target = target or failure(source, kernel, signature, constexprs)
+def reduce(source, kernel, signature, constexprs, target=None, run_args=None):
+    target = target or failure(source, kernel, signature, constexprs, run_args=run_args)
     if target is None:
         raise ValueError("the kernel compiles: nothing to reduce")
     lines = source.split("\n")
@@ -67,7 +72,7 @@ def reduce(source, kernel, signature, constexprs, target=None):
                               + lines[end:]):
                 if candidate == lines:
                     continue
-                if failure("\n".join(candidate), kernel, signature, constexprs) == target:
+                if failure("\n".join(candidate), kernel, signature, constexprs, run_args=run_args) == target:
                     lines = candidate
                     changed = True
                     break
