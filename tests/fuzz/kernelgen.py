@@ -17,7 +17,7 @@ import numpy as np
 
 from semantics import (ALL_TYPES, APPROX, FLOAT_TYPES, FP8_TYPES, INT_TYPES, NP_DTYPE, TYPES, Undefined,
                        convert, default_int_type, fits, float_binary, floor_ceil, fma_float, int_binary,
-                       is_float, is_int, is_signed, literal_type, min_max, promote, round_float, shift,
+                       is_float, is_int, literal_type, min_max, promote, round_float, shift,
                        sqrt_float, approx_reference, wrap, int_range)
 
 SLOTS = 8           # elements of each output array
@@ -483,8 +483,6 @@ class Generator:
                     b = Ex("lit", "py", v=b.pv % bits, pv=b.pv % bits)
                 else:
                     b = Ex("bin", b.ty, [b, Ex("lit", "py", v=bits - 1, pv=bits - 1)], v="&")
-                    if b.ty == "bool":
-                        b.ty = "bool"
             self.features.add("shift")
         else:
             a = self.numeric(scope, depth - 1)

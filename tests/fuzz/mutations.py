@@ -19,10 +19,10 @@ import os
 import random
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from kernelgen import generate, render_block
-from semantics import FLOAT_TYPES, FP8_TYPES, INT_TYPES, is_float, is_int
+from semantics import FP8_TYPES, is_int
 
 PLAIN_FN = ["def plain_py(a):", "    return a + 1", ""]
 BAD_HELPER = ["@tylo.func", "def hbad(a):", "    if a > 0:", "        return a  # MARK", "    return a", ""]
@@ -158,7 +158,7 @@ TEMPLATES = [
     ("while_type_change", "control_flow", "vbad = tylo.i32(0)@\nwhile vbad < N:@\n>vbad = vbad + 0.5@"),
 ]
 HOST_MUTATIONS = [
-    ("sig_bad_suffix", lambda s: s.replace("*", "*", 1).replace(",", ":xyz,", 1)),
+    ("sig_bad_suffix", lambda s: s.replace(",", ":xyz,", 1)),
     ("sig_align8", lambda s: s.replace(",", ":8,", 1)),
     ("sig_empty_entry", lambda s: s.replace(",", ",,", 1)),
     ("sig_unknown_type", lambda s: "*f33, " + s.split(", ", 1)[1]),
@@ -247,7 +247,6 @@ def make_mutant(seed: int, template: str | None = None, base_statements: int | N
     def_line = lines[def_idx]
     host = dict(HOST_MUTATIONS).get(name)
     if host is not None:
-        bad_lines = []
         signature = host(signature)
         kept = [ln for st in keep for ln in render_block([st], 1)]
         src = header + ["@tylo.jit", def_line] + kept + ["    pass"]

@@ -226,7 +226,6 @@ def float_binary(op, a: float, b: float, t: str) -> float:
 
 
 def int_binary(op, a: int, b: int, t: str) -> int:
-    bits = TYPES[t].bits
     if op in ("+", "-", "*", "&", "|", "^"):
         return wrap({"+": a + b, "-": a - b, "*": a * b, "&": a & b, "|": a | b, "^": a ^ b}[op], t)
     if op in ("//", "%"):

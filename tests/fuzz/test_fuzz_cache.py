@@ -5,7 +5,6 @@ A served entry must equal a fresh compile (cubin, PTX, dynamic shared memory); n
 (subprocesses with timeouts); edits that change a kernel must change its key. Faults that fail
 today carry their finding (FINDINGS.md).
 """
-import os
 
 import pytest
 

@@ -7,7 +7,6 @@ XPASSes, fails the run, and the mark must be removed.
 import os
 import subprocess
 import sys
-import textwrap
 import warnings
 
 import ml_dtypes

@@ -14,12 +14,10 @@ output element with the model. The result is a plain dict (JSON-able) with a ``s
 from __future__ import annotations
 
 import importlib.util
-import math
 import os
 import sys
 import traceback
 
-import numpy as np
 
 from kernelgen import generate
 from semantics import FP8_TYPES, approx_close, same_value
