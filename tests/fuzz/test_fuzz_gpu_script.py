@@ -47,3 +47,12 @@ def test_without_a_gpu_it_says_so(tmp_path):
                           env=dict(os.environ, PYTHONPATH=ROOT))
     assert proc.returncode == 2 and "no NVIDIA GPU" in proc.stderr
     assert "no NVIDIA GPU" in json.loads((tmp_path / "summary.json").read_text())["error"]
+
+
+def test_main_runs_count_kernels_and_writes_the_summary(tmp_path, monkeypatch):
+    # the interpreter stands in for the GPU: everything but the launch itself runs
+    monkeypatch.setattr(fuzz_gpu, "gpu_arch", lambda: "sm_90a")
+    monkeypatch.setattr(fuzz_gpu, "launch_on_gpu", run_interpreter)
+    assert fuzz_gpu.main(["--count", "3", "--seed", "6", "--out", str(tmp_path)]) == 0
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["ran"] == 3 and summary["counts"].get("ok") == 3 and summary["arch"] == "sm_90a"
