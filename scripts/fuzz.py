@@ -112,7 +112,7 @@ def signature(result):
     d = re.sub(r"\b[ox]_\w+\[\d+\]", "<out>", d)
     d = re.sub(r"0x[0-9a-f]+", "0x..", d)
     d = re.sub(r"sha [0-9a-f]+ vs [0-9a-f]+", "sha ... vs ...", d)
-    d = re.sub(r"\(?/\S+\)?", "<path>", d)
+    d = re.sub(r"(?<=\s)\(?/\S+\)?", "<path>", d)
     d = re.sub(r"\b(entry|key) [0-9a-f]{12}\b", r"\1 <key>", d)
     d = re.sub(r"-?\d+(\.\d+)?(e[-+]?\d+)?", "N", d)
     if result["status"] == "mismatch":   # one group per output type and stage

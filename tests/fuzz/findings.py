@@ -58,6 +58,7 @@ _VALID_PATTERNS = [
     ("F04", r"floating point constant invalid"),
     ("F05", r"conversion f16 -> bool|conversion f8\w* -> bool"),
     ("F13", r"expected number, got int"),
+    ("F12", r"Python integer \d+ out of bounds for"),   # `~` after an integer abs through float32
     ("F14", r"on bools is not defined"),
     ("F15", r"into \*bool"),
     ("F16", r"is a storage type; constants must|is not an integer and cannot be a|\d\.\d+ does not fit in"),
