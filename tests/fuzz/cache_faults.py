@@ -500,7 +500,11 @@ def tylo_source_fault(seed, folder, cache_dir, result, r):
     if not os.path.isdir(copy):
         shutil.copytree(os.path.join(ROOT, "tylo"), os.path.join(copy, "tylo"),
                         ignore=shutil.ignore_patterns("__pycache__"))
-        with open(os.path.join(copy, "tylo", "codegen", "llvm.py"), "a") as f:
+        # a change to a code generator's source (the first of these that exists in this layout)
+        edited = next(p for p in (os.path.join(copy, "tylo", "codegen", "llvm.py"),
+                                  os.path.join(copy, "tylo", "codegen", "__init__.py"),
+                                  os.path.join(copy, "tylo", "__init__.py")) if os.path.exists(p))
+        with open(edited, "a") as f:
             f.write("\n_FUZZ_EDIT = 1  # a change to the compiler's sources\n")
     _compile(folder, cache_dir)
     out = _child_compile(folder, cache_dir, pythonpath=copy)
