@@ -1,0 +1,55 @@
+"""Default-run slice of the invalid-kernel corpus: every mutation template once (scripts/fuzz.py
+--long --kind invalid applies them to thousands of generated kernels at seeded places).
+
+Each mutant must give a CompileError at the marked line, in words, never "internal compiler error";
+signature mistakes must give ValueError/TypeError. Templates that fail today carry their finding.
+"""
+import pytest
+
+from findings import FINDINGS
+from mutations import TEMPLATE_NAMES, TEMPLATES, check_mutant, make_mutant, message_problem
+
+KNOWN = {
+    **{name: "F20" for name in (
+        "exp_two_args", "sqrt_no_args", "fma_two_args", "where_two_args", "tylo_max_three", "abs_two_args",
+        "print_end_kw", "sqrt_keyword", "exp_unknown_kw", "cast_one_arg", "to_no_args", "to_two_args",
+        "shfl_one_arg", "atomic_one_arg", "sync_with_arg", "shared_no_shape", "shared_bad_kw",
+        "static_assert_no_args")},
+    **{name: "F21" for name in ("int_too_large", "shift_literal_huge", "log_negative", "sqrt_negative")},
+    "constexpr_none_compare": "F22",
+    **{name: "F23" for name in ("tylo_unknown_fn", "unknown_dtype", "to_python_int", "constexpr_object")},
+    **{name: "F24" for name in ("sig_bad_suffix", "sig_align8", "sig_empty_entry", "sig_trailing_comma")},
+    "shared_huge": "F25",
+}
+
+
+@pytest.mark.parametrize("index,template", [
+    pytest.param(i, name, marks=pytest.mark.xfail(strict=True, reason=KNOWN[name])) if name in KNOWN
+    else (i, name) for i, name in enumerate(TEMPLATE_NAMES)])
+def test_mutant_gives_a_clear_compile_error_at_its_line(index, template, tmp_path):
+    r = check_mutant(1000 + index, str(tmp_path), template=template)
+    assert r["status"] == "ok", f"{template}: {r['status']}: {r['detail']} (expected line {r['lines']}, {r.get('path')})"
+
+
+def test_known_findings_are_listed():
+    assert set(KNOWN.values()) <= set(FINDINGS) and set(KNOWN) <= set(TEMPLATE_NAMES)
+
+
+def test_corpus_covers_the_categories():
+    categories = {t[1] for t in TEMPLATES}
+    assert categories == {"arity", "type", "undefined", "runtime_for_constexpr", "constant", "cast", "shared_shape",
+                          "constexpr", "syntax", "control_flow"}
+
+
+def test_mutants_mark_the_inserted_line():
+    m = make_mutant(5, "undefined_name")
+    lines = m.source.split("\n")
+    (line,) = m.lines
+    assert "undefined_name" in lines[line - 1]
+
+
+def test_message_check_rejects_reprs_and_accepts_sentences():
+    assert message_problem("module <module 'tylo' from 'x'> has no attribute 'f128'")
+    assert message_problem("<object object at 0x7f00> (object) cannot be combined")
+    assert message_problem("KeyError")
+    assert message_problem("tylo has no dtype f128; the dtypes are i8 ... f64") is None
