@@ -8,13 +8,13 @@ from __future__ import annotations
 import functools
 import os
 import re
-import shutil
 import subprocess
 import tempfile
 import threading
 from dataclasses import asdict, dataclass
 
 from . import nvjitlink
+from .ptxas import ptxas_path
 from .targets import Target
 
 __all__ = ["Resources", "llvm_to_ptx", "ptx_to_cubin", "toolchain_versions", "AssemblerError", "AssemblerWarning",
@@ -128,11 +128,12 @@ class AssemblerWarning(UserWarning):
 def ptx_to_cubin(ptx: str, target: Target, name: str = "kernel") -> tuple[bytes, Resources, str]:
     """Assemble PTX for ``target``: (cubin, resources, assembler log).
 
-    nvJitLink in process by default. A kernel with ``setmaxnreg`` goes to ``ptxas`` when it is on
-    the PATH: nvJitLink drops ``setmaxnreg`` (warning C7504), and tylo never silently emits less
-    than the kernel asked for. Assembler warnings become ``AssemblerWarning``s.
+    nvJitLink in process by default. A kernel with ``setmaxnreg`` goes to ``ptxas`` (the one of the
+    ``nvidia-cuda-nvcc`` wheel, else the PATH's; see ``codegen/ptxas.py``): nvJitLink drops
+    ``setmaxnreg`` (info C7504), and tylo never silently emits less than the kernel asked for.
+    Assembler warnings become ``AssemblerWarning``s.
     """
-    ptxas = shutil.which("ptxas")
+    ptxas = ptxas_path()
     if nvjitlink.available() and not ("setmaxnreg" in ptx and ptxas):
         try:
             cubin, log = nvjitlink.link_ptx(ptx, target.name, name)
@@ -141,8 +142,8 @@ def ptx_to_cubin(ptx: str, target: Target, name: str = "kernel") -> tuple[bytes,
         _warn(log, name, "nvJitLink")
         return cubin, parse_resources(log), log
     if ptxas is None:
-        raise AssemblerError("no PTX assembler: install the pip package nvidia-nvjitlink (a tylo dependency) "
-                             "or put ptxas on the PATH")
+        raise AssemblerError("no PTX assembler: install the pip packages nvidia-nvjitlink and nvidia-cuda-nvcc "
+                             "(tylo dependencies) or put ptxas on the PATH")
     with tempfile.TemporaryDirectory(prefix="tylo-") as tmp:
         src = os.path.join(tmp, "k.ptx")
         out = os.path.join(tmp, "k.cubin")
@@ -179,6 +180,6 @@ def toolchain_versions() -> dict:
     out = {"llvmlite": llvmlite.__version__}
     path = nvjitlink.library_path()
     out["assembler"] = f"{os.path.basename(path)}:{os.path.getsize(path)}" if path is not None else "none"
-    ptxas = shutil.which("ptxas")  # used for setmaxnreg kernels, and when nvJitLink is missing
+    ptxas = ptxas_path()  # used for setmaxnreg kernels, and when nvJitLink is missing
     out["ptxas"] = f"{os.path.realpath(ptxas)}:{os.path.getsize(ptxas)}" if ptxas else "none"
     return out
