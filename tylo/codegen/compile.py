@@ -125,8 +125,11 @@ class AssemblerWarning(UserWarning):
     """The assembler accepted the PTX but reported something the kernel's author should know."""
 
 
-def ptx_to_cubin(ptx: str, target: Target, name: str = "kernel") -> tuple[bytes, Resources, str]:
+def ptx_to_cubin(ptx: str, target: Target, name: str = "kernel", lineinfo: bool = False) -> tuple[bytes, Resources, str]:
     """Assemble PTX for ``target``: (cubin, resources, assembler log).
+
+    ``lineinfo`` keeps the PTX's ``.loc`` lines in the cubin (``-lineinfo``: no effect on the code,
+    read by compute-sanitizer and Nsight Compute).
 
     nvJitLink in process by default. A kernel with ``setmaxnreg`` goes to ``ptxas`` when it is on
     the PATH: nvJitLink drops ``setmaxnreg`` (warning C7504), and tylo never silently emits less
@@ -135,7 +138,7 @@ def ptx_to_cubin(ptx: str, target: Target, name: str = "kernel") -> tuple[bytes,
     ptxas = shutil.which("ptxas")
     if nvjitlink.available() and not ("setmaxnreg" in ptx and ptxas):
         try:
-            cubin, log = nvjitlink.link_ptx(ptx, target.name, name)
+            cubin, log = nvjitlink.link_ptx(ptx, target.name, name, ("-O3", "-lineinfo") if lineinfo else ("-O3",))
         except nvjitlink.NvJitLinkError as exc:
             raise AssemblerError(str(exc)) from None
         _warn(log, name, "nvJitLink")
@@ -148,7 +151,8 @@ def ptx_to_cubin(ptx: str, target: Target, name: str = "kernel") -> tuple[bytes,
         out = os.path.join(tmp, "k.cubin")
         with open(src, "w") as f:
             f.write(ptx)
-        proc = subprocess.run([ptxas, f"-arch={target.name}", "-v", "-O3", src, "-o", out],
+        flags = ["-lineinfo"] if lineinfo else []
+        proc = subprocess.run([ptxas, f"-arch={target.name}", "-v", "-O3", *flags, src, "-o", out],
                               capture_output=True, text=True)
         if proc.returncode != 0:
             raise AssemblerError(f"ptxas failed for {target.name}:\n{proc.stderr}")
