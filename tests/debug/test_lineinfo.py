@@ -4,9 +4,9 @@ import os
 import re
 
 import pytest
+from lineinfo_helper import scaled
 
 import tylo
-from lineinfo_helper import scaled
 
 HERE = os.path.abspath(__file__)
 HELPER = os.path.join(os.path.dirname(HERE), "lineinfo_helper.py")
@@ -26,6 +26,12 @@ def scale(x, out, n):
     i = tylo.block_idx.x * tylo.block_dim.x + tylo.thread_idx.x  # LINE:index
     if i < n:  # LINE:guard
         out[i] = scaled(x[i], 3.0)  # LINE:store
+
+
+def instructions(ptx):
+    """The PTX without line info: no .loc/.file, no debug labels or sections, no blank lines."""
+    debug = re.compile(r"\s*(\.loc|\.file|\$L__(tmp|func))|\s*\.section\s+\.debug")
+    return [ln for ln in ptx.splitlines() if ln.strip() and not debug.match(ln)]
 
 
 def files_and_lines(ptx):
@@ -64,9 +70,7 @@ def test_cubin_keeps_line_info_and_the_code_is_unchanged():
     assert ".loc" not in off.ptx and ".file" not in off.ptx and "!dbg" not in off.llvm
     assert b".nv_debug_line_sass" in on.cubin and b".nv_debug_line_sass" not in off.cubin
     assert on.resources == off.resources
-    strip = lambda ptx: [ln for ln in ptx.splitlines()  # noqa: E731
-                         if not re.match(r"\s*(\.loc|\.file|\$L__(tmp|func))|\s*\.section\s+\.debug", ln) and ln.strip()]
-    assert strip(on.ptx) == [ln.replace("scale_plain", "scale") for ln in strip(off.ptx)]
+    assert instructions(on.ptx) == [ln.replace("scale_plain", "scale") for ln in instructions(off.ptx)]
 
 
 def test_knob_turns_line_info_off_and_enters_the_key(monkeypatch):

@@ -125,7 +125,8 @@ class AssemblerWarning(UserWarning):
     """The assembler accepted the PTX but reported something the kernel's author should know."""
 
 
-def ptx_to_cubin(ptx: str, target: Target, name: str = "kernel", lineinfo: bool = False) -> tuple[bytes, Resources, str]:
+def ptx_to_cubin(ptx: str, target: Target, name: str = "kernel",
+                 lineinfo: bool = False) -> tuple[bytes, Resources, str]:
     """Assemble PTX for ``target``: (cubin, resources, assembler log).
 
     ``lineinfo`` keeps the PTX's ``.loc`` lines in the cubin (``-lineinfo``: no effect on the code,
