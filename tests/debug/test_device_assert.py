@@ -157,3 +157,22 @@ def test_bad_assert_arguments_are_compile_errors():
 def test_debug_option_must_be_a_bool():
     with pytest.raises(TypeError, match="debug"):
         tylo.jit(debug=1)(checked)
+
+
+@tylo.func
+def checked_load(p, i, n):
+    tylo.device_assert(i < n, "helper bound")  # LINE:helper_assert
+    return p[i]
+
+
+def via_helper(x, out, n):
+    i = tylo.thread_idx.x
+    out[i] = checked_load(x, i, n)
+
+
+def test_assert_in_a_helper_names_the_helper_line():
+    on = tylo.jit(debug=True)(via_helper).compile(SIG, arch="sm_90a")
+    assert any(f.startswith(f"{HERE}:{marker_line('helper_assert')}: ") and f.endswith("helper bound\n")
+               for f in printf_strings(on.ptx))
+    off = tylo.jit(via_helper).compile(SIG, arch="sm_90a")
+    assert "nv.assert" not in off.ir and "trap;" not in off.ptx

@@ -2,6 +2,7 @@
 (-lineinfo), and neither changes the code (registers, spills) nor appears when turned off."""
 import os
 import re
+import struct
 
 import pytest
 from lineinfo_helper import scaled
@@ -26,6 +27,18 @@ def scale(x, out, n):
     i = tylo.block_idx.x * tylo.block_dim.x + tylo.thread_idx.x  # LINE:index
     if i < n:  # LINE:guard
         out[i] = scaled(x[i], 3.0)  # LINE:store
+
+
+def elf_sections(blob):
+    """{section name: bytes} of an ELF64 little-endian file (a cubin)."""
+    shoff, = struct.unpack_from("<Q", blob, 0x28)
+    entsize, count, names = struct.unpack_from("<HHH", blob, 0x3A)
+    headers = [struct.unpack_from("<IIQQQQIIQQ", blob, shoff + i * entsize) for i in range(count)]
+    table = headers[names][4]
+
+    def name(offset):
+        return blob[table + offset:blob.index(b"\0", table + offset)].decode()
+    return {name(h[0]): blob[h[4]:h[4] + h[5]] for h in headers}
 
 
 def instructions(ptx):
@@ -68,7 +81,12 @@ def test_cubin_keeps_line_info_and_the_code_is_unchanged():
 
     off = scale_plain.compile(SIG, arch="sm_90a")
     assert ".loc" not in off.ptx and ".file" not in off.ptx and "!dbg" not in off.llvm
-    assert b".nv_debug_line_sass" in on.cubin and b".nv_debug_line_sass" not in off.cubin
+    son, soff = elf_sections(on.cubin), elf_sections(off.cubin)
+    assert ".nv_debug_line_sass" in son and ".debug_line" in son
+    assert ".nv_debug_line_sass" not in soff and ".debug_line" not in soff
+    # the machine code is byte-identical: line info only adds sections
+    code = {n: v for n, v in son.items() if n.startswith(".text.")}
+    assert code and code == {n.replace("scale_plain", "scale"): v for n, v in soff.items() if n.startswith(".text.")}
     assert on.resources == off.resources
     assert instructions(on.ptx) == [ln.replace("scale_plain", "scale") for ln in instructions(off.ptx)]
 

@@ -54,9 +54,11 @@ except tylo.CudaError as exc:
 
 
 def script(tmp_path, text):
+    """Write ``text`` to a file: its path, and the number of the line marked ``# LINE``."""
+    body = textwrap.dedent(text).lstrip("\n")
     path = tmp_path / "kernel_script.py"
-    path.write_text(textwrap.dedent(text))
-    line = next(n for n, ln in enumerate(text.lstrip("\n").splitlines(), 1) if ln.endswith("# LINE"))
+    path.write_text(body)
+    line = next(n for n, ln in enumerate(body.splitlines(), 1) if ln.endswith("# LINE"))
     return str(path), line
 
 
