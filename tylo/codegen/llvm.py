@@ -31,7 +31,6 @@ class LoweringError(RuntimeError):
         self.loc = loc
 
 
-
 _LINE_MD_FIRST = 1000  # line-info metadata is numbered from here; lower numbers are the emitter's (loop_md)
 
 _SCALAR = {
