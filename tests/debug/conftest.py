@@ -4,5 +4,5 @@ import pytest
 
 @pytest.fixture(autouse=True)
 def _no_debug_knobs(monkeypatch):
-    for knob in ("TYLO_DEBUG", "TYLO_LINEINFO", "TYLO_ALWAYS_COMPILE", "TYLO_DUMP"):
+    for knob in ("TYLO_DEBUG", "TYLO_LINEINFO", "TYLO_ALWAYS_COMPILE"):
         monkeypatch.delenv(knob, raising=False)
