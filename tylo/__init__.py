@@ -19,6 +19,7 @@ from .lang.tiles import GlobalTile, SharedTile, Tile, load, permutedims, store, 
 from .layouts import (ComposedLayout, Layout, Ownership, Swizzle, broadcast_plan, reduction_plan,
                       swizzled_structure, vector_access_plan)
 from .lang.mma import MMAAtom, TiledMMA, mma, mma_sync, tf32, zero_accumulator
+from .lang.debug import device_assert
 from .lang.copy import commit_copies, cp_async, ldmatrix, stmatrix, wait_copies
 from .lang.tiles import copy_async, store_bounded
 from .lang.tmem import TmemTile, TmemTransfer, partition, reinterpret_tile, tmem_location
@@ -48,7 +49,7 @@ __all__ = [
     "shared_array", "SharedArray", "shfl_sync", "shfl_xor", "shfl_up", "shfl_down", "atomic_add", "atomic_max",
     "atomic_min", "atomic_cas", "atomic_exch", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tanh",
     "floor", "ceil", "fma", "abs", "min", "max", "minimum", "maximum", "where", "cast", "static_assert",
-    "static_range", "printf", "Fragment", "PackedFragment", "fragment", "full", "pack", "unpack", "relayout", "GlobalTile", "SharedTile",
+    "static_range", "printf", "device_assert", "Fragment", "PackedFragment", "fragment", "full", "pack", "unpack", "relayout", "GlobalTile", "SharedTile",
     "Tile", "load", "store", "window", "permutedims", "Layout", "ComposedLayout", "Swizzle", "Ownership",
     "reduction_plan", "broadcast_plan", "vector_access_plan", "online_softmax_update", "online_softmax_merge",
     "online_softmax_normalize", "log_sum_exp", "row_softmax", "MMAAtom", "TiledMMA", "mma", "mma_sync", "tf32",

@@ -13,6 +13,7 @@ import os
 import time
 from dataclasses import dataclass, field
 
+from . import knobs
 from ._version import __version__ as _version, source_digest
 from .cache import cache_key, default_cache
 from .cache.disk import ARTIFACT_FILES
@@ -411,7 +412,8 @@ class JITFunction:
         get_target(arch)
         _, params = _describe_spec(self.params, self._spec_from_signature(signature, constexprs))
         kernel = generate_kernel(self.fn, self.fn.__name__, params, arch,
-                                 _dim3(block, "block") if block is not None else None)
+                                 _dim3(block, "block") if block is not None else None,
+                                 debug=knobs.debug_enabled(self.options.get("debug")))
         return run_passes(kernel) if passes else kernel
 
     def _spec_from_signature(self, signature, constexprs):
@@ -466,24 +468,29 @@ class JITFunction:
         target = get_target(arch)
         sig_text, params = _describe_spec(self.params, spec)
         constexprs = {p.name: repr(s.value) for p, s in zip(self.params, spec) if isinstance(s, ConstexprSpec)}
+        # debug and lineinfo as compiled (option, else knob): both change the code, so both are in the key
+        flags = {"debug": knobs.debug_enabled(self.options.get("debug")),
+                 "lineinfo": knobs.lineinfo_enabled(self.options.get("lineinfo"))}
         components = {
             "tylo": _version, "tylo_sources": source_digest(), "toolchain": toolchain_versions(),
             "sources": self._dependencies(),
             "kernel": self.fn.__qualname__, "specialization": sig_text, "constexprs": constexprs,
-            "target": arch, "options": {"maxntid": list(maxntid) if maxntid else None,
-                                        **{k: repr(v) for k, v in sorted(self.options.items()) if k != "arch"}},
+            "target": arch, "options": {"maxntid": list(maxntid) if maxntid else None, **flags,
+                                        **{k: repr(v) for k, v in sorted(self.options.items()) if k not in _FLAGS}},
         }
         key = cache_key(components)
-        compiled = self._compile_or_load(key, components, spec, params, target, maxntid, sig_text, constexprs)
-        dump_folder = os.environ.get("TYLO_DUMP")
+        compiled = self._compile_or_load(key, components, spec, params, target, maxntid, sig_text, constexprs,
+                                         flags)
+        dump_folder = knobs.dump_folder()
         if dump_folder:
             _dump_artifacts(dump_folder, compiled)
         return compiled
 
-    def _compile_or_load(self, key, components, spec, params, target, maxntid, sig_text, constexprs):
+    def _compile_or_load(self, key, components, spec, params, target, maxntid, sig_text, constexprs, flags):
         arch = target.name
         cache = default_cache()
-        entry = cache.lookup(key, required=ARTIFACT_FILES)
+        # TYLO_ALWAYS_COMPILE: never take a stored entry, still store what was built
+        entry = None if knobs.always_compile() else cache.lookup(key, required=ARTIFACT_FILES)
         if entry is not None:
             meta = entry.meta
 
@@ -494,7 +501,7 @@ class JITFunction:
                 resources=res, shared_bytes=meta.get("dynamic_shared_bytes", 0),
                 param_types=[s.param_type() for s in spec if not isinstance(s, ConstexprSpec)],
                 compile_ms=meta.get("compile_ms", {}), from_cache=True)
-        compiled = self._build(params, target, maxntid, sig_text, key)
+        compiled = self._build(params, target, maxntid, sig_text, key, **flags)
         meta = {
             "key": key, "kernel": self.fn.__name__, "qualname": self.fn.__qualname__,
             "source_file": inspect.getsourcefile(self.fn), "source_line": self.fn.__code__.co_firstlineno,
@@ -508,7 +515,7 @@ class JITFunction:
                                 "kernel.cubin": compiled.cubin})
         return compiled
 
-    def _build(self, params, target, maxntid, sig_text, key) -> CompiledKernel:
+    def _build(self, params, target, maxntid, sig_text, key, debug=False, lineinfo=False) -> CompiledKernel:
         from .codegen import llvm_to_ptx, lower_kernel, ptx_to_cubin
         from .codegen.compile import AssemblerError, LLVMFailure
         from .codegen.llvm import LoweringError, shared_memory_plan
@@ -517,7 +524,7 @@ class JITFunction:
 
         times = {}
         t0 = time.perf_counter()
-        kernel = generate_kernel(self.fn, self.fn.__name__, params, target.name, maxntid)
+        kernel = generate_kernel(self.fn, self.fn.__name__, params, target.name, maxntid, debug=debug)
         t1 = time.perf_counter()
         _, shared = shared_memory_plan(kernel)
         _check_shared_arrays(kernel, target.name)
@@ -525,13 +532,13 @@ class JITFunction:
         ir_text = print_kernel(kernel)
         t2 = time.perf_counter()
         try:
-            llvm_ir = lower_kernel(kernel, target)
+            llvm_ir = lower_kernel(kernel, target, lineinfo=lineinfo)
         except LoweringError as exc:
             raise _compile_error_at(exc.message, exc.loc) from exc
         try:  # past the frontend every failure is tylo's: say so, at the kernel's line
             ptx = llvm_to_ptx(llvm_ir, target)
             t3 = time.perf_counter()
-            cubin, resources, _log = ptx_to_cubin(ptx, target, self.fn.__name__)
+            cubin, resources, _log = ptx_to_cubin(ptx, target, self.fn.__name__, lineinfo=lineinfo)
         except (LLVMFailure, AssemblerError) as exc:
             raise _compile_error_at(str(exc), kernel.loc) from exc
         t4 = time.perf_counter()
@@ -550,6 +557,7 @@ class JITFunction:
 
 
 _PTR_NAME = {name: "*" + name for name in T.SCALAR_TYPES}
+_FLAGS = ("arch", "debug", "lineinfo")  # options that enter the key as compiled, not as given
 
 
 def _implicit_stream_getter(classifiers):
@@ -673,7 +681,15 @@ def _resolve_annotation(text, fn):
 
 
 def jit(fn=None, **options):
-    """Decorate a kernel: ``@tylo.jit`` or ``@tylo.jit(arch="sm_90a")``."""
+    """Decorate a kernel: ``@tylo.jit`` or ``@tylo.jit(arch="sm_90a", debug=True, lineinfo=False)``.
+
+    ``debug=True`` (or ``TYLO_DEBUG=1``) compiles ``tylo.device_assert`` and runtime ``assert``
+    statements into checks that print file:line and the message and trap; off, they emit nothing.
+    ``lineinfo`` (default on, ``TYLO_LINEINFO=0`` turns it off) puts the kernel's Python lines in
+    the PTX and cubin for compute-sanitizer and Nsight Compute. See docs/knobs.md."""
+    for name in ("debug", "lineinfo"):
+        if name in options and not isinstance(options[name], bool):
+            raise TypeError(f"@tylo.jit({name}=...) must be True or False, got {options[name]!r}")
     if fn is None:
         return lambda f: JITFunction(f, options=options)
     return JITFunction(fn, options=options)

@@ -128,6 +128,13 @@ def tcgen05(out, descs):
     out[tylo.thread_idx.x] = done.values[0]
 
 
+@tylo.jit(debug=True)
+def assertions(x, n):
+    i = tylo.thread_idx.x
+    tylo.device_assert(i < n, "i < n")
+    assert x[i] > 0, "x must be positive"
+
+
 def assume_ir():
     """``nv.assume`` has a lowering and semantics but no builtin emits it yet: its printed form
     comes from IR built directly."""
@@ -153,4 +160,5 @@ NV_KERNELS = {
     "tma_copies": (tma_copies, "*f32, u64, i32", "sm_90a"),
     "wgmma": (wgmma, "*f32, *bf16, *bf16", "sm_90a"),
     "tcgen05": (tcgen05, "*f32, *u64", "sm_100a"),
+    "assertions": (assertions, "*f32, i32", "sm_80"),
 }

@@ -21,6 +21,7 @@ typedef void *CUcontext, *CUmodule, *CUfunction, *CUstream;
 #define INVALID_CONTEXT 201
 #define INVALID_HANDLE 400
 #define NOT_FOUND 500
+#define NO_BINARY_FOR_GPU 209
 
 #define CTX_BASE 0x5500000000000ull
 #define MODULE ((CUmodule)0xABC000000000ull)
@@ -42,6 +43,7 @@ CUresult cuGetErrorName(CUresult e, const char **s) {
     case INVALID_HANDLE: *s = "CUDA_ERROR_INVALID_HANDLE"; return OK;
     case NOT_FOUND: *s = "CUDA_ERROR_NOT_FOUND"; return OK;
     case NOT_INITIALIZED: *s = "CUDA_ERROR_NOT_INITIALIZED"; return OK;
+    case NO_BINARY_FOR_GPU: *s = "CUDA_ERROR_NO_BINARY_FOR_GPU"; return OK;
     }
     *s = 0;
     return INVALID_VALUE;
@@ -107,6 +109,8 @@ CUresult cuCtxSynchronize(void) { NEED_CTX; rec[1]++; return OK; }
 CUresult cuModuleLoadData(CUmodule *m, const void *image) {
     NEED_CTX;
     if (memcmp(image, "\x7f" "ELF", 4) != 0) return INVALID_VALUE;
+    /* a cubin from a newer CUDA than this (12.8) driver: what a 12.x driver says to nvJitLink 13's */
+    if (memcmp((const char *)image + 4, " cuda13", 7) == 0) return NO_BINARY_FOR_GPU;
     *m = MODULE;
     return OK;
 }

@@ -31,7 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
         prog="tylo",
         description="tylo: a JIT compiler for layout-typed NVIDIA GPU kernels.",
         epilog="environment: TYLO_CACHE_DIR (cache folder, default ~/.cache/tylo), "
-               "TYLO_CACHE=0 (keep compiled kernels in memory only)",
+               "TYLO_CACHE=0 (keep compiled kernels in memory only), TYLO_DEBUG=1, TYLO_LINEINFO=0, "
+               "TYLO_ALWAYS_COMPILE=1, TYLO_DUMP=folder: all in docs/knobs.md",
     )
     from tylo._version import __version__
     from tylo.codegen.targets import TARGETS

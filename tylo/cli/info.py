@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import json
 import platform
+import re
+import shutil
+import subprocess
 import sys
 
 from tylo.cache.disk import default_cache
+from tylo.runtime.compat import cuda_version, driver_needed, toolchain_problems
 
 from . import disasm
 from .formatting import cache_location, fmt_bytes
 
-__all__ = ["cmd_info"]
+__all__ = ["cmd_info", "toolchain_verdict"]
 
 
 def _tylo_version() -> str:
@@ -69,6 +73,37 @@ def _fmt_device(d) -> str:
     return f"{name}" + (f" ({', '.join(parts)})" if parts else "")
 
 
+_PTXAS_VERSION = re.compile(r"release (\d+)\.(\d+)")
+
+
+def _ptxas() -> tuple[str | None, tuple[int, int] | None]:
+    """The ptxas on the PATH and its CUDA version (``ptxas --version``: "... release 12.4, V12.4.131")."""
+    path = shutil.which("ptxas")
+    if path is None:
+        return None, None
+    try:
+        out = subprocess.run([path, "--version"], capture_output=True, text=True, timeout=30).stdout
+    except (OSError, subprocess.SubprocessError):
+        return path, None
+    m = _PTXAS_VERSION.search(out)
+    return path, ((int(m.group(1)), int(m.group(2))) if m else None)
+
+
+def toolchain_verdict(driver, nvjitlink, ptxas=None) -> str:
+    """One line for ``tylo info``: whether the assemblers' cubins load on the driver, and if not,
+    which to upgrade. ``driver``, ``nvjitlink``, ``ptxas``: (major, minor) or None."""
+    if nvjitlink is None and ptxas is None:
+        return "no PTX assembler: pip install nvidia-nvjitlink"
+    problems = toolchain_problems(driver, nvjitlink, ptxas)
+    if problems:
+        return "; ".join(problems)
+    tools = " and ".join(f"{name} {v[0]}.{v[1]}" for name, v in (("nvJitLink", nvjitlink), ("ptxas", ptxas)) if v)
+    if driver is None:
+        newest = max(v[0] for v in (nvjitlink, ptxas) if v)
+        return f"no driver to check against: cubins from {tools} need {driver_needed(newest)}"
+    return f"ok: cubins from {tools} load on this driver (CUDA {driver[0]}.{driver[1]})"
+
+
 def cmd_info(args) -> int:
     rows: list[tuple[str, str]] = []
     rows.append(("tylo", _tylo_version()))
@@ -81,14 +116,20 @@ def cmd_info(args) -> int:
         rows.append(("llvmlite", f"{llvmlite.__version__} (LLVM {llvm_v})"))
     except Exception as e:
         rows.append(("llvmlite", f"unavailable ({type(e).__name__}: {e})"))
+    nvjitlink_version = None
     try:
         from tylo.codegen import nvjitlink
 
         if not nvjitlink.available():
             raise RuntimeError("libnvJitLink not found (pip install nvidia-nvjitlink)")
-        rows.append(("nvJitLink", ".".join(str(x) for x in nvjitlink.version())))
+        nvjitlink_version = nvjitlink.version()
+        rows.append(("nvJitLink", ".".join(str(x) for x in nvjitlink_version)))
     except Exception as e:
         rows.append(("nvJitLink", f"unavailable ({type(e).__name__}: {e})"))
+    ptxas_path, ptxas_version = _ptxas()
+    if ptxas_path:
+        shown = ".".join(map(str, ptxas_version)) if ptxas_version else "version unknown"
+        rows.append(("ptxas", f"{shown} ({ptxas_path}; used for setmaxnreg kernels)"))
     try:
         from importlib import metadata
 
@@ -104,10 +145,12 @@ def cmd_info(args) -> int:
     rows.append(("disassembler", " ".join(dis) if dis else "not found (pip install nvidia-cuda-nvdisasm)"))
 
     device_lines: list[str] = []
+    driver_cuda = None
     try:
         from tylo.runtime import driver as rt
 
         if rt.gpu_available():
+            driver_cuda = cuda_version(rt.driver_version())
             rows.append(("driver", _fmt_driver_version(rt.driver_version())))
             devs = list(rt.devices())
             rows.append(("devices", str(len(devs))))
@@ -118,6 +161,8 @@ def cmd_info(args) -> int:
         rows.append(("driver", f"unknown (tylo.runtime.driver not available: {e})"))
     except Exception as e:
         rows.append(("driver", f"no GPU ({type(e).__name__}: {e})"))
+
+    rows.append(("toolchain", toolchain_verdict(driver_cuda, nvjitlink_version, ptxas_version)))
 
     cache = default_cache()
     state = ""

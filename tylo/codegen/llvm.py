@@ -14,6 +14,7 @@ from ..ir import types as T
 from ..ir.core import Block, Kernel, Op, Value
 from ..ir.scalars import round_float
 from ..ir.types import PointerType, ScalarType
+from .lineinfo import LineTable
 from .ptx import core as ptx_core  # the feature modules of codegen/ptx register their lowerings on import
 from .registry import LOWERINGS, lowering
 from .targets import Target
@@ -30,6 +31,7 @@ class LoweringError(RuntimeError):
         self.loc = loc
 
 
+_LINE_MD_FIRST = 1000  # line-info metadata is numbered from here; lower numbers are the emitter's (loop_md)
 
 _SCALAR = {
     "bool": "i1", "i8": "i8", "i16": "i16", "i32": "i32", "i64": "i64", "u8": "i8", "u16": "i16",
@@ -69,7 +71,7 @@ def _float_literal(value: float, t: ScalarType) -> str:
 
 
 class _Lowering:
-    def __init__(self, kernel: Kernel, target: Target):
+    def __init__(self, kernel: Kernel, target: Target, lineinfo: bool = False):
         self.kernel = kernel
         self.target = target
         self.names: dict[int, str] = {}
@@ -80,6 +82,9 @@ class _Lowering:
         self.declared: dict[str, str] = {}  # function name -> its declaration
         self.globals: list[str] = []
         self.loop_md: list[int] = []
+        # line info: the !dbg node of the op being lowered, attached to each instruction it emits
+        self.line_table = LineTable(kernel.name, kernel.loc, first=_LINE_MD_FIRST) if lineinfo else None
+        self.dbg: str | None = None
 
     llvm_type = staticmethod(llvm_type)  # for the feature lowerings, which do not import the emitter
 
@@ -99,6 +104,8 @@ class _Lowering:
         self.names[id(v)] = name
 
     def emit(self, line: str):
+        if self.dbg is not None:
+            line += ", !dbg " + self.dbg
         self.lines.append("  " + line)
 
     def address(self, ptr: Value, bits: int = 32) -> str:
@@ -202,7 +209,8 @@ class _Lowering:
         out = ['target triple = "nvptx64-nvidia-cuda"', ""]
         out += sorted(self.declares)
         out += self.globals
-        out.append(f"define ptx_kernel void @{k.name}({', '.join(params)}){' #0' if attrs else ''} {{")
+        subprogram = f" !dbg {self.line_table.subprogram}" if self.line_table else ""
+        out.append(f"define ptx_kernel void @{k.name}({', '.join(params)}){' #0' if attrs else ''}{subprogram} {{")
         out.append("entry:")
         out += self.lines
         out.append("}")
@@ -212,6 +220,8 @@ class _Lowering:
         for i, md in enumerate(self.loop_md):
             out.append(f"!{md} = distinct !{{!{md}, !{md + 1}}}")
             out.append(f'!{md + 1} = !{{!"llvm.loop.unroll.disable"}}')
+        if self.line_table:
+            out += self.line_table.metadata()
         return "\n".join(out) + "\n"
 
     # -- blocks and ops -------------------------------------------------------------
@@ -219,6 +229,9 @@ class _Lowering:
         for op in block.ops:
             if op.name in ("scf.yield", "scf.condition"):
                 continue  # consumed by the parent op
+            outer = self.dbg
+            if self.line_table is not None:
+                self.dbg = self.line_table.location(op.loc)
             try:
                 self.lower_op(op)
             except LoweringError:
@@ -226,6 +239,8 @@ class _Lowering:
             except Exception as exc:  # keep the op's source location for the user's error
                 raise LoweringError(f"cannot generate code for {op.name} on {self.target.name}: {exc}", op.loc) \
                     from exc
+            finally:
+                self.dbg = outer
 
     def lower_op(self, op: Op):
         handler = getattr(self, "op_" + op.name.replace(".", "_"), None)
@@ -721,19 +736,24 @@ class _Lowering:
         self._result(op, f"atomicrmw {rmw} {pt} {self.ref(p)}, {lt} {self.ref(v)} monotonic")
 
     def op_nv_printf(self, op):
-        fmt = op.attrs["format"].encode() + b"\0"
+        self.vprintf(op.attrs["format"], [(llvm_type(v.type), self.ref(v)) for v in op.operands])
+
+    def vprintf(self, fmt: str, args):
+        """Call ``vprintf`` with the format ``fmt`` and ``args``, ``(llvm type, operand)`` pairs
+        already promoted as C varargs are (doubles, 32/64-bit integers)."""
+        fmt = fmt.encode() + b"\0"
         sym = f"@.fmt{len(self.globals)}"
         esc = "".join(chr(c) if 32 <= c < 127 and c not in (34, 92) else f"\\{c:02X}" for c in fmt)
         self.globals.append(f'{sym} = private unnamed_addr constant [{len(fmt)} x i8] c"{esc}", align 1')
         self.declare("declare i32 @vprintf(ptr, ptr)")
-        if op.operands:
-            fields = ", ".join(llvm_type(v.type) for v in op.operands)
+        if args:
+            fields = ", ".join(t for t, _ in args)
             buf = self.fresh()
             self.emit(f"{buf} = alloca {{ {fields} }}, align 8")
-            for i, v in enumerate(op.operands):
+            for i, (t, v) in enumerate(args):
                 slot = self.fresh()
                 self.emit(f"{slot} = getelementptr {{ {fields} }}, ptr {buf}, i32 0, i32 {i}")
-                self.emit(f"store {llvm_type(v.type)} {self.ref(v)}, ptr {slot}")
+                self.emit(f"store {t} {v}, ptr {slot}")
             args = buf
         else:
             args = "null"
@@ -960,9 +980,10 @@ def _intrinsic_suffix(t: ScalarType) -> str:
     return {"f16": "f16", "bf16": "bf16", "f32": "f32", "f64": "f64"}[t.name]
 
 
-def lower_kernel(kernel: Kernel, target: Target) -> str:
-    """The LLVM IR module text for one kernel."""
-    return _Lowering(kernel, target).run()
+def lower_kernel(kernel: Kernel, target: Target, lineinfo: bool = False) -> str:
+    """The LLVM IR module text for one kernel; ``lineinfo`` adds the debug metadata that makes
+    LLVM write ``.file``/``.loc`` for the kernel's Python lines (``codegen/lineinfo.py``)."""
+    return _Lowering(kernel, target, lineinfo).run()
 
 
 def has_lowering(op_name: str) -> bool:

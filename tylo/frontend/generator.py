@@ -25,14 +25,15 @@ class Generator(ExpressionsMixin, ControlFlowMixin, CallsMixin, VisitorCore):
     """The AST visitor of one kernel or inlined helper (see the module doc)."""
 
 
-def generate_kernel(fn, name: str, params: list, arch: str, maxntid=None) -> Kernel:
+def generate_kernel(fn, name: str, params: list, arch: str, maxntid=None, debug: bool = False) -> Kernel:
     """Build the IR kernel for ``fn``.
 
     ``params``: ``(name, binding)`` in signature order. A binding is an IR type
     (a runtime parameter), ``("runtime", type, hints)`` with hints ``align16``
     (pointers) or ``div16`` (integers), ``("const", value, type)`` for a runtime
     parameter specialised to a constant (kept in the signature, bound to the
-    Python value), or ``("constexpr", value)``.
+    Python value), or ``("constexpr", value)``. ``debug`` compiles ``device_assert`` and runtime
+    ``assert`` statements into checks (``kernel.attrs["debug"]``); otherwise they emit nothing.
     """
     src = function_source(fn)
     norm = []
@@ -44,6 +45,8 @@ def generate_kernel(fn, name: str, params: list, arch: str, maxntid=None) -> Ker
     lineno, col = src.location(src.tree)
     kernel = Kernel(name, ir_params, Location(src.filename, lineno, col))
     kernel.attrs["maxntid"] = tuple(maxntid) if maxntid else None
+    if debug:
+        kernel.attrs["debug"] = True
     builder = Builder(kernel.body)
     ctx = Context(builder, kernel, arch)
     scope = {}

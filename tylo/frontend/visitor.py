@@ -19,6 +19,7 @@ from ..ir.core import Kernel, Location, Value
 from ..ir.types import ScalarType
 from ..lang import core as L
 from ..lang.base import Context, LangError
+from ..lang.debug import device_assert, emit_assert
 from .errors import CompileError
 from .expressions import BINOPS
 from .scopes import MISSING, PY_BUILTINS, RET, RETVAL, Undefined, jumps
@@ -187,7 +188,32 @@ class VisitorCore(ast.NodeVisitor):
     def visit_Expr(self, node):
         if isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
             return  # docstring
+        if self._is_device_assert(node.value):
+            with self._assert_code():
+                self.visit(node.value)
+            return
         self.visit(node.value)
+
+    def _is_device_assert(self, node) -> bool:
+        """``node`` calls ``tylo.device_assert`` (by name or attribute: looking it up emits nothing)."""
+        if not isinstance(node, ast.Call):
+            return False
+        func = node.func
+        if not (isinstance(func, ast.Attribute) and func.attr == "device_assert"
+                or isinstance(func, ast.Name) and func.id == "device_assert"):
+            return False
+        return self.visit(func) is device_assert
+
+    @contextmanager
+    def _assert_code(self):
+        """Around an assert's evaluation: outside debug compiles, drop the ops its condition and
+        message emitted, so a runtime assert costs no code (nor a line in the line table); a
+        compile-time condition has been checked by then."""
+        block = self.builder.block
+        mark = len(block.ops)
+        yield
+        if not self.ctx.kernel.attrs.get("debug"):
+            del block.ops[mark:]
 
     def visit_Pass(self, node):
         pass
@@ -271,10 +297,20 @@ class VisitorCore(ast.NodeVisitor):
         self.scope[self.loops[-1].cont] = True
 
     def visit_Assert(self, node):
-        cond = self.visit(node.test)
+        """A compile-time condition is checked now; a runtime one becomes ``nv.assert`` in debug
+        compiles (``tylo.lang.debug``) and emits nothing otherwise. The message is evaluated only
+        when it is needed, as Python does."""
+        with self._assert_code():
+            cond = self.visit(node.test)
         if isinstance(cond, Value):
-            raise self.error(node, "assert needs a compile-time condition; use tylo.static_assert for compile-time "
-                                   "checks or an if statement for runtime ones")
+            if not self.ctx.kernel.attrs.get("debug"):
+                return
+            msg = self.visit(node.msg) if node.msg is not None else ""
+            if not isinstance(msg, str):
+                raise self.error(node.msg, f"the assert message must be a compile-time string, got "
+                                           f"{self.describe(msg)}")
+            emit_assert(self.ctx, cond, msg)  # at the assert's line: visit() set the builder's location
+            return
         if not cond:
             msg = self.visit(node.msg) if node.msg is not None else ""
             raise self.error(node, f"assertion failed{': ' + str(msg) if msg != '' else ''}")

@@ -5,7 +5,7 @@ memory, control flow, shuffles), ``copy`` (ldmatrix/stmatrix/cp.async), ``mma`` 
 and ``address``, ``mbarrier``, ``fence``, ``sync``, ``tma``, ``wgmma``, ``tmem``, ``tcgen05``, which so far list their ops in
 ``NOT_MODELLED`` with the reason (``tylo.interpreter.registry``).
 """
-from . import address, copy, fence, mbarrier, mma, sync, tcgen05, tma, tmem, wgmma  # noqa: F401 - register the features' semantics
+from . import address, copy, debug, fence, mbarrier, mma, sync, tcgen05, tma, tmem, wgmma  # noqa: F401 - register the features' semantics
 from .core import InterpreterError, Pointer, has_semantics, run
 from .registry import NOT_MODELLED
 

@@ -30,6 +30,7 @@ import threading
 
 import numpy as np
 
+from .compat import cuda_version, load_failure_hint
 from .errors import DRIVER_NOT_FOUND, CudaError, NoGPUError
 
 __all__ = [
@@ -421,7 +422,13 @@ def load_module(image: bytes) -> int:
     if not image.startswith(b"\x7fELF") and not image.endswith(b"\0"):
         image += b"\0"  # PTX text must be NUL-terminated
     _need_context()
-    mod = _out_ptr("cuModuleLoadData", image)
+    try:
+        mod = _out_ptr("cuModuleLoadData", image)
+    except CudaError as exc:  # a toolchain newer than the driver: say which to upgrade
+        hint = load_failure_hint(exc.name, cuda_version(driver_version()))
+        if hint is None or exc.hint:
+            raise
+        raise CudaError(exc.code, exc.name, exc.call, exc.description, hint) from None
     _modules[mod] = image
     return mod
 
