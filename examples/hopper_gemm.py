@@ -6,7 +6,7 @@
   MN-major and loads as 64 x 64 boxes of its transpose (``shared_tile(plan, ptr, boxes=)``),
   read by WGMMA with the transpose bit: no copy of either operand is made. fp8 (e4m3/e5m2)
   inputs must be K-major (A row-major, B column-major): fp8 WGMMA has no transpose.
-* CTA tile BM x BN = 128 x 256, K step BK = one 128-byte swizzle row (64 bf16, 128 fp8).
+* Default CTA tile BM x BN = 128 x 256, K step BK = one 128-byte swizzle row (64 bf16, 128 fp8).
   384 threads: warpgroup 0 is the producer (``setmaxnreg_dec``), one elected thread of it
   issues the TMA loads of A (128 x 64) and B (256 x 64) into a STAGES-deep shared ring; the
   ``full[s]`` mbarrier counts their bytes, ``empty[s]`` the two consumers' releases.
@@ -21,6 +21,10 @@
   TMA needs 16-byte aligned rows: N and the leading dimension of A and B must be multiples
   of 8 elements (16 for fp8; ``launch`` checks).
 * Loop trip counts are runtime (ptxas unrolls constant-trip loops around WGMMA bodies).
+* Small and ragged shapes (``GemmConfig``, ``choose_config``): 64-row tiles with one consumer, any
+  tn from 8 to 256, swap-AB (C^T = B^T A^T: a small M becomes the WGMMA's n), split-K into f32 planes
+  summed in order by ``splitk_reduce`` (deterministic), and an epilogue that stores from registers
+  (any output layout and N). ``launch`` picks a configuration with a cost model unless given one.
 """
 import functools
 from dataclasses import dataclass
@@ -531,21 +535,40 @@ def _output_row_stride(c, M, N):
 
 
 _PREPARED = {}
+_TUNERS = {}
 
 
-def launch(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=None, config=None):
+def autotuner(config):
+    """``tylo.autotune`` over the pipeline depth and rasterisation (STAGES, GROUP_M) of ``config``'s tile
+    family (tile shape, swap-AB, split-K and epilogue fixed: they decide the TMA plans and the grid).
+    Keyed on the kernel's M, N, K and the arrays' dtypes; the winner is stored in the tylo cache
+    (``tylo cache list``), so later processes do not tune again. ``launch(..., autotune=True)`` uses it
+    with ``choose_config``'s family."""
+    family = (config.tn, config.consumers, config.c_bufs, config.split_k > 1, config.swap_ab, config.direct)
+    tuner = _TUNERS.get(family)
+    if tuner is None:
+        top = max_stages(config.tm, config.tn, config.direct, config.consumers, config.c_bufs)
+        configs = [tylo.Config(constexprs={"STAGES": s, "GROUP_M": g}, block=config.threads,
+                               name=f"{config.tm}x{config.tn} STAGES={s} GROUP_M={g}")
+                   for s in sorted({top, max(2, top - 1), max(2, top - 2), max(2, top // 2)}, reverse=True)
+                   for g in (4, 8, 16)]
+        tuner = _TUNERS[family] = tylo.autotune(configs=configs, key=["M", "N", "K"])(hopper_gemm)
+    return tuner
+
+
+def launch(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=None, config=None, autotune=False):
     """C (M, N) = A (M, K) @ B (K, N) (see ``prepare``). The launch arguments are cached per (arrays'
     pointers, shapes and strides, M, N, K, configuration, stream): a repeated call describes the three
     arrays and launches."""
     from tylo.runtime import describe_array
     _check_arguments(M, N, K, config)
     key = (_where(describe_array(c)), _where(describe_array(a)), _where(describe_array(b)), M, N, K, stream,
-           stages, group_m, c_bufs, config)
+           stages, group_m, c_bufs, config, autotune)
     run = _PREPARED.get(key)
     if run is None:
         if len(_PREPARED) >= 64:       # prepared launches keep their arrays alive
             _PREPARED.clear()
-        run = _PREPARED[key] = prepare(c, a, b, M, N, K, stream, stages, group_m, c_bufs, config)
+        run = _PREPARED[key] = prepare(c, a, b, M, N, K, stream, stages, group_m, c_bufs, config, autotune)
     return run()
 
 
@@ -563,13 +586,15 @@ def _where(info):
     return (info.ptr, info.dtype_name, tuple(info.shape), tuple(info.strides))
 
 
-def prepare(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=None, config=None):
+def prepare(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=None, config=None, autotune=False):
     """A function that launches C (M, N) = A (M, K) @ B (K, N) into bf16 C (row-major) and returns the
     configuration it ran. A and B are bf16 (row- or column-major) or fp8 e4m3/e5m2 of one type (A
     row-major, B column-major: fp8 WGMMA reads K-major operands); everything is checked here.
 
     ``config``: a ``GemmConfig``; by default ``choose_config`` picks one from the shape. ``stages``,
-    ``group_m``, ``c_bufs``: override those fields of the default 128 x 256 configuration."""
+    ``group_m``, ``c_bufs``: override those fields of the default 128 x 256 configuration. ``autotune``:
+    time the STAGES / GROUP_M variants of the configuration's tile family on the first call for this
+    shape (``autotuner``) and launch the winner."""
     _check_arguments(M, N, K, config)
     a_store, a_mn, dtype, a_where = operand_storage(a, "A", (M, K), 1)
     b_store, b_mn, b_dtype, b_where = operand_storage(b, "B", (K, N), 0)
@@ -607,6 +632,12 @@ def prepare(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=Non
     # constexprs positionally: the JIT's fast path
     constexprs = config.constexprs(dtype, ka_mn, kb_mn)
     gemm = hopper_gemm[grid, config.threads]
+    if autotune:
+        tuned = autotuner(config)[grid]
+        fixed = dict(zip(("C_BUFS", "A_MN", "B_MN", "DTYPE", "TN", "CONSUMERS", "DIRECT", "PARTIAL"), constexprs[2:]))
+
+        def gemm(*args, stream=None):       # noqa: F811 (the tuned launch takes the fixed constexprs by name)
+            tuned(*args[:10], stream=stream, **fixed)
     if partial:
         ws = _workspace(splits * mk * nk, stream)
         reduce = splitk_reduce[-(-(mk * nk) // 256), 256]

@@ -151,3 +151,20 @@ def test_config_validation():
         hg.launch(None, None, None, 8, 8, 8, config={"tn": 8})
     for c in hg.candidate_configs(16, 8192, 8192):
         assert c.shared_bytes <= hg.SHARED_LIMIT
+
+
+def test_autotuner_varies_only_stages_and_rasterisation_within_a_family():
+    from tylo.autotuner import Autotuner
+    family = hg.choose_config(16, 8192, 8192, tylo.bf16, 132, True, True)
+    tuner = hg.autotuner(family)
+    assert isinstance(tuner, Autotuner) and hg.autotuner(family) is tuner      # one per family
+    assert tuner.key == ["M", "N", "K"]
+    assert {frozenset(c.constexprs) for c in tuner.configs} == {frozenset({"STAGES", "GROUP_M"})}
+    assert all(c.threads == family.threads for c in tuner.configs)
+    stages = {c.constexprs["STAGES"] for c in tuner.configs}
+    assert max(stages) == family.stages and min(stages) >= 2
+    # every variant of the family fits: the deepest compiles within the shared-memory limit
+    deepest = hg.GemmConfig(**{**family.__dict__, "stages": max(stages)})
+    ck = hg.hopper_gemm._compile(hg.spec(config=deepest, b_mn=False), "sm_90a", (deepest.threads, 1, 1))
+    assert ck.shared_bytes <= hg.SHARED_LIMIT and ck.resources.spill_bytes == 0
+    assert hg.autotuner(hg.GemmConfig()) is not tuner
