@@ -622,9 +622,10 @@ def prepare(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=Non
     ktiles = -(-K // k_step(dtype))
     kper = -(-ktiles // min(config.split_k, ktiles))
     splits = -(-ktiles // kper)              # every K range non-empty
-    if splits * mk * nk >= 2 ** 31:
-        raise ValueError(f"hopper_gemm: {splits} split-K planes of {mk} x {nk} exceed 32-bit offsets; "
-                         f"use fewer splits")
+    span = splits * mk * nk if config.split_k > 1 else M * max(ldc, N)
+    if config.direct and span >= 2 ** 31:     # the register epilogue's offsets are 32-bit
+        raise ValueError(f"hopper_gemm: the output ({span} elements) exceeds 32-bit offsets for the register "
+                         f"epilogue (direct=True); use fewer splits or the TMA epilogue")
     partial = config.split_k > 1
     tiles = -(-mk // config.tm) * -(-nk // config.tn)
     grid = max(1, min(sms, tiles * splits))
