@@ -1,7 +1,16 @@
 """GEMM throughput of tylo's kernels next to torch.matmul (cuBLAS) and Triton, in the same run.
 
     python benchmarks/gemm.py [--kernel warp-mma|hopper] [--shapes 4096,8192,8192x8192x1024]
-                              [--layouts rr,rc] [--plot gemm.png]
+                              [--suite issue|llm|llm-small|ragged] [--layouts rr,rc] [--plot gemm.png]
+                              [--baseline] [--sweep N]
+
+``--suite``: a named shape list instead of ``--shapes``: ``issue`` (the table of issue 14), ``llm``
+(LLM projections: M in 1, 16, 64, 128, 256, 512, 2048, 8192 times N x K in 4096x4096, 14336x4096,
+4096x14336, 28672x8192, 8192x28672, 1024x8192; 48 shapes), ``llm-small`` (a representative subset of
+it), ``ragged``. ``--baseline`` (hopper) adds a column for the fixed 128 x 256 configuration (the
+GEMM before the small-shape configurations), ``--sweep N`` also times the N configurations the cost
+model ranks best for each shape (to check the heuristic). The geometric mean and minimum of the
+tylo / cuBLAS ratios end the table.
 
 A shape is ``n`` (n x n x n) or ``MxNxK``. A layout names A's and B's storage: ``r`` row-major,
 ``c`` column-major (a transposed view; no copy). Each result is first checked against a float64
@@ -71,6 +80,26 @@ def host_microseconds(fn, torch, calls=50):
     return t
 
 
+LLM_M = (1, 16, 64, 128, 256, 512, 2048, 8192)
+LLM_NK = ((4096, 4096), (14336, 4096), (4096, 14336), (28672, 8192), (8192, 28672), (1024, 8192))
+SUITES = {
+    "issue": [(4096, 4096, 4096), (8192, 8192, 8192), (16384, 4096, 4096), (1024, 8192, 16384),
+              (2048, 2048, 2048), (3000, 5000, 2000), (256, 4096, 8192), (16, 8192, 8192), (64, 8192, 8192),
+              (128, 8192, 8192)],
+    "llm": [(m, n, k) for m in LLM_M for n, k in LLM_NK],
+    "llm-small": [(m, n, k) for m in (1, 16, 64, 128, 256, 512, 2048)
+                  for n, k in ((4096, 4096), (14336, 4096), (4096, 14336), (1024, 8192))],
+    "ragged": [(1, 8, 8), (7, 1000, 3000), (33, 4104, 520), (257, 776, 4104), (1000, 1000, 1000),
+               (3001, 5000, 2008)],
+}
+
+
+def geomean(xs):
+    import math
+    xs = [x for x in xs if x]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
+
+
 def parse_shape(text):
     parts = [int(p) for p in text.lower().split("x")]
     if len(parts) == 1:
@@ -127,11 +156,50 @@ def make_triton():
     def run(c, a, b):
         M, K = a.shape
         N = b.shape[1]
-        bm, bn, bk = 128, 256, 64
+        # 128 x 256 tiles for large products; smaller ones when they would leave SMs idle
+        bm = 64 if M <= 64 else 128
+        bn = 256 if triton.cdiv(M, bm) * triton.cdiv(N, 256) >= 132 else 128
+        bk = 64
         grid = (triton.cdiv(M, bm) * triton.cdiv(N, bn),)
         _mm[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
-                  BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP=8, num_warps=8, num_stages=3)
+                  BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP=8, num_warps=8 if bm * bn >= 128 * 256 else 4,
+                  num_stages=3 if bm * bn >= 128 * 256 else 4)
     return run
+
+
+def describe_config(cfg):
+    text = f"{cfg.tm}x{cfg.tn} s{cfg.stages}"
+    if cfg.swap_ab:
+        text += " swapAB"
+    if cfg.split_k > 1:
+        text += f" splitK{cfg.split_k}"
+    if cfg.direct:
+        text += " direct"
+    return text
+
+
+def sweep(hg, launch, c, a, b, M, N, K, lay, fp8, count, torch):
+    """Time the ``count`` configurations the cost model ranks best (and the heuristic's pick) on this shape."""
+    dtype = hg.INPUT_TYPES["f8e4m3" if fp8 else "bf16"]
+    sms = hg._sm_count()
+    ranked = sorted(hg.candidate_configs(M, N, K, dtype, lay[0] == "r", lay[1] == "c"),
+                    key=lambda cfg: hg.estimate_seconds(cfg, M, N, K, dtype.itemsize, sms))
+    chosen = hg.choose_config(M, N, K, dtype, sms, lay[0] == "r", lay[1] == "c")
+    flops = 2.0 * M * N * K
+    results = []
+    for cfg in dict.fromkeys([chosen] + ranked[:count]):
+        try:
+            launch(c, a, b, M, N, K, config=cfg)
+            torch.cuda.synchronize()
+            check(c, a, b, 1.0, torch)
+            results.append((bench(lambda: launch(c, a, b, M, N, K, config=cfg), torch, reps=5), cfg))
+        except Exception as e:
+            print(f"    sweep {describe_config(cfg)}: {type(e).__name__}: {str(e)[:100]}")
+    for ms, cfg in sorted(results, key=lambda r: r[0]):
+        model = hg.estimate_seconds(cfg, M, N, K, dtype.itemsize, sms) * 1e3
+        print(f"    sweep {M}x{N}x{K} {describe_config(cfg):<32} {flops / ms / 1e9:7.1f} TFLOP/s  "
+              f"{ms * 1e3:8.1f} us (model {model * 1e3:7.1f} us){'  <- heuristic' if cfg == chosen else ''}",
+              flush=True)
 
 
 def plot(rows, kernel, path, with_triton, dtype="bf16"):
@@ -144,13 +212,15 @@ def plot(rows, kernel, path, with_triton, dtype="bf16"):
         return
     labels = [r[0] for r in rows]
     xs = range(len(rows))
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig, ax = plt.subplots(figsize=(max(7, 0.35 * len(rows)), 4.5))
     ax.plot(xs, [r[1] for r in rows], "o-", label=f"tylo {kernel}")
     ax.plot(xs, [r[2] for r in rows], "s-", label="cuBLAS (torch.matmul)")
+    if any(r[5] for r in rows):
+        ax.plot(xs, [r[5] if r[5] else float("nan") for r in rows], "x--", label="tylo 128x256 (before)")
     if with_triton:
         ax.plot(xs, [r[3] if r[3] else float("nan") for r in rows], "^-", label="Triton")
     ax.set_xticks(list(xs))
-    ax.set_xticklabels(labels, rotation=20)
+    ax.set_xticklabels(labels, rotation=70, fontsize=7)
     ax.set_ylabel("TFLOP/s")
     ax.set_title(f"{'fp8 e4m3' if dtype == 'fp8' else 'bf16'} GEMM, fp32 accumulation, bf16 out")
     ax.legend()
@@ -164,6 +234,10 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--kernel", default="warp-mma", choices=["warp-mma", "hopper"])
     ap.add_argument("--shapes", "--sizes", default="4096,8192")
+    ap.add_argument("--suite", default=None, choices=sorted(SUITES), help="a named shape list (overrides --shapes)")
+    ap.add_argument("--baseline", action="store_true", help="hopper: also time the fixed 128 x 256 configuration")
+    ap.add_argument("--sweep", type=int, default=0, help="hopper: also time the N configurations ranked best "
+                    "by the cost model")
     ap.add_argument("--layouts", default="rr", help="comma-separated A/B storage pairs: rr, rc, cr, cc")
     ap.add_argument("--dtype", default="bf16", choices=["bf16", "fp8"],
                     help="fp8: e4m3 inputs (A row-major, B column-major), bf16 out, against torch._scaled_mm")
@@ -180,8 +254,8 @@ def main():
     if args.kernel == "hopper":
         import hopper_gemm
 
-        def launch(c, a, b, M, N, K):
-            hopper_gemm.launch(c, a, b, M, N, K)
+        def launch(c, a, b, M, N, K, config=None):
+            hopper_gemm.launch(c, a, b, M, N, K, config=config)
     else:
         import warp_gemm
         if layouts != ["rr"]:
@@ -200,7 +274,8 @@ def main():
             return torch.matmul(a, b)
 
     rows = []
-    for M, N, K in [parse_shape(t) for t in args.shapes.split(",")]:
+    shapes = SUITES[args.suite] if args.suite else [parse_shape(t) for t in args.shapes.split(",")]
+    for M, N, K in shapes:
         for lay in layouts:
             a = operand(torch, M, K, lay[0])
             b = operand(torch, K, N, lay[1])
@@ -208,11 +283,28 @@ def main():
                 a = a.to(torch.float8_e4m3fn)
                 b = b.T.contiguous().to(torch.float8_e4m3fn).T
             c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
-            launch(c, a, b, M, N, K)
+            try:
+                launch(c, a, b, M, N, K)
+            except ValueError as e:         # a layout TMA cannot address (e.g. unaligned rows)
+                print(f"  {M}x{N}x{K} {lay}: skipped: {e}", file=sys.stderr)
+                continue
             torch.cuda.synchronize()
             rel = check(c, a, b, 1.0, torch)
             check(reference(a, b), a, b, 1.0, torch)
             fns = {"tylo": lambda: launch(c, a, b, M, N, K), "cublas": lambda: reference(a, b)}
+            chosen = ""
+            if args.kernel == "hopper":
+                chosen = describe_config(hopper_gemm.choose_config(
+                    M, N, K, hopper_gemm.INPUT_TYPES["f8e4m3" if fp8 else "bf16"], hopper_gemm._sm_count(),
+                    lay[0] == "r", lay[1] == "c"))
+                if args.baseline:
+                    base = hopper_gemm.GemmConfig(direct=N % 8 != 0)
+                    launch(c, a, b, M, N, K, config=base)
+                    torch.cuda.synchronize()
+                    check(c, a, b, 1.0, torch)
+                    fns["base"] = lambda: launch(c, a, b, M, N, K, config=base)
+                if args.sweep:
+                    sweep(hopper_gemm, launch, c, a, b, M, N, K, lay, fp8, args.sweep, torch)
             if triton_mm is not None:
                 ct = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
                 try:
@@ -229,17 +321,29 @@ def main():
                 print(f"host launch path: tylo {host_microseconds(lambda: launch(c, a, b, M, N, K), torch):.1f} us, "
                       f"cuBLAS through torch {host_microseconds(lambda: reference(a, b), torch):.1f} us per call")
             rows.append((f"{M}x{N}x{K} {lay}", flops / t_tylo / 1e9, flops / t_cublas / 1e9,
-                         flops / t_triton / 1e9 if t_triton else None, rel))
+                         flops / t_triton / 1e9 if t_triton else None, rel,
+                         flops / t["base"] / 1e9 if "base" in t else None, chosen))
             print(f"  measured {rows[-1][0]}", file=sys.stderr, flush=True)
+    with_base = any(r[5] for r in rows)
     head = f"\n{'shape (M x N x K, A/B)':<24} {'tylo ' + args.kernel + ' TFLOP/s':>24} {'cuBLAS TFLOP/s':>15} {'ratio':>7}"
+    if with_base:
+        head += f" {'128x256 TFLOP/s':>16} {'128x256/cuBLAS':>15}"
     if triton_mm is not None:
         head += f" {'Triton TFLOP/s':>15} {'vs Triton':>10}"
-    print(head + f" {'rel err':>9}")
-    for shape, tt, tc, tr, rel in rows:
+    print(head + f" {'rel err':>9}  config")
+    for shape, tt, tc, tr, rel, tb, chosen in rows:
         line = f"{shape:<24} {tt:>24.1f} {tc:>15.1f} {tt / tc:>7.3f}"
+        if with_base:
+            line += f" {tb:>16.1f} {tb / tc:>15.3f}" if tb else f" {'-':>16} {'-':>15}"
         if triton_mm is not None:
             line += f" {tr:>15.1f} {tt / tr:>10.3f}" if tr else f" {'-':>15} {'-':>10}"
-        print(line + f" {rel:>9.1e}")
+        print(line + f" {rel:>9.1e}  {chosen}")
+    ratios = [r[1] / r[2] for r in rows]
+    print(f"geometric mean tylo/cuBLAS {geomean(ratios):.3f} over {len(rows)} shapes, minimum {min(ratios):.3f}")
+    if with_base:
+        print(f"geometric mean 128x256/cuBLAS {geomean([r[5] / r[2] for r in rows if r[5]]):.3f}")
+    if triton_mm is not None:
+        print(f"geometric mean tylo/Triton {geomean([r[1] / r[3] for r in rows if r[3]]):.3f}")
     if triton_mm is None:
         print("(triton not importable: no Triton column)")
     plot(rows, args.kernel, args.plot or f"gemm_{args.kernel}.png", any(r[3] for r in rows), args.dtype)

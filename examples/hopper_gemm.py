@@ -6,7 +6,7 @@
   MN-major and loads as 64 x 64 boxes of its transpose (``shared_tile(plan, ptr, boxes=)``),
   read by WGMMA with the transpose bit: no copy of either operand is made. fp8 (e4m3/e5m2)
   inputs must be K-major (A row-major, B column-major): fp8 WGMMA has no transpose.
-* CTA tile BM x BN = 128 x 256, K step BK = one 128-byte swizzle row (64 bf16, 128 fp8).
+* Default CTA tile BM x BN = 128 x 256, K step BK = one 128-byte swizzle row (64 bf16, 128 fp8).
   384 threads: warpgroup 0 is the producer (``setmaxnreg_dec``), one elected thread of it
   issues the TMA loads of A (128 x 64) and B (256 x 64) into a STAGES-deep shared ring; the
   ``full[s]`` mbarrier counts their bytes, ``empty[s]`` the two consumers' releases.
@@ -21,8 +21,13 @@
   TMA needs 16-byte aligned rows: N and the leading dimension of A and B must be multiples
   of 8 elements (16 for fp8; ``launch`` checks).
 * Loop trip counts are runtime (ptxas unrolls constant-trip loops around WGMMA bodies).
+* Small and ragged shapes (``GemmConfig``, ``choose_config``): 64-row tiles with one consumer, any
+  tn from 8 to 256, swap-AB (C^T = B^T A^T: a small M becomes the WGMMA's n), split-K into f32 planes
+  summed in order by ``splitk_reduce`` (deterministic), and an epilogue that stores from registers
+  (any output layout and N). ``launch`` picks a configuration with a cost model unless given one.
 """
 import functools
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -30,11 +35,17 @@ import tylo
 import tylo.lang.mbarrier as mb
 import tylo.lang.tma as tma
 import tylo.lang.wgmma as wg
+from tylo import Layout
 from tylo.lang.mma import zero_accumulator
 
-BM, BN = 128, 256
+BM, BN = 128, 256                # the default (large-shape) CTA tile: two consumer warpgroups of 64 x 256
 THREADS = 384                    # producer warpgroup + two consumer warpgroups
 PRODUCER_REGS, CONSUMER_REGS = 40, 232           # 128 * 40 + 256 * 232 <= 65536
+
+
+def threads(consumers):
+    """Block size: one producer warpgroup and ``consumers`` consumer warpgroups (64 rows each)."""
+    return 128 * (consumers + 1)
 
 
 @functools.lru_cache(maxsize=None)
@@ -44,19 +55,19 @@ def k_step(dtype):
 
 
 @functools.lru_cache(maxsize=None)
-def wgmma_plan(dtype):
-    """One consumer's WGMMA group: 64 x 256 x K with K = BK, at most 64 (two groups per fp8 K step)."""
-    return wg.WGMMA64(dtype, n=BN, k=min(k_step(dtype), 64))
+def wgmma_plan(dtype, bn=BN):
+    """One consumer's WGMMA group: 64 x bn x K with K = BK, at most 64 (two groups per fp8 K step)."""
+    return wg.WGMMA64(dtype, n=bn, k=min(k_step(dtype), 64))
 
 
 @functools.lru_cache(maxsize=None)     # plans are built once: launch() runs on every call
-def a_tile(dtype):
-    return tma.TMATile(dtype, (BM, k_step(dtype)))          # K-major A: (m, k), 16 KB, 128B swizzle
+def a_tile(dtype, bm=BM):
+    return tma.TMATile(dtype, (bm, k_step(dtype)))          # K-major A: (m, k), 128B swizzle
 
 
 @functools.lru_cache(maxsize=None)
-def b_tile(dtype):
-    return tma.TMATile(dtype, (BN, k_step(dtype)))          # K-major B: (n, k) of B^T, 32 KB
+def b_tile(dtype, bn=BN):
+    return tma.TMATile(dtype, (bn, k_step(dtype)))          # K-major B: (n, k) of B^T
 
 
 @functools.lru_cache(maxsize=None)
@@ -64,9 +75,16 @@ def mn_tile(dtype):
     return tma.TMATile(dtype, (k_step(dtype), 64))          # MN-major A or B: (k, mn) boxes of 8 KB
 
 
+@functools.lru_cache(maxsize=None)
+def staging_elems(direct, consumers, c_bufs):
+    """Shared staging of the TMA epilogue (64 x 64 bf16 tiles per consumer); a token size when the
+    epilogue stores straight from registers."""
+    return 64 if direct else consumers * c_bufs * 64 * 64
+
+
 A_TILE, B_TILE, MN_TILE = a_tile(tylo.bf16), b_tile(tylo.bf16), mn_tile(tylo.bf16)
 C_TILE = tma.TMATile(tylo.bf16, (64, 64))        # epilogue staging / TMA store box, 8 KB
-STAGE_BYTES = (BM + BN) * 128                    # A and B of one K step, for either input type
+STAGE_BYTES = (BM + BN) * 128                    # A and B of one K step of the default tile, either input type
 
 
 @tylo.func
@@ -108,29 +126,37 @@ def operand(PLAN: tylo.constexpr, role, tmap, ptr, mn0, K0: tylo.constexpr, EXTE
 
 
 @tylo.func
-def mma_stage(PLAN: tylo.constexpr, a_map, b_map, pa, pb, m0, acc, A_MN: tylo.constexpr, B_MN: tylo.constexpr):
-    """The WGMMAs of one K step from a ring stage: BK / PLAN.k groups (one for bf16, two for fp8,
-    whose plans stop at K = 64 while the 128-byte TMA row holds 128)."""
+def mma_stage(PLAN: tylo.constexpr, a_map, b_map, pa, pb, m0, acc, A_MN: tylo.constexpr, B_MN: tylo.constexpr,
+              TM: tylo.constexpr, TN: tylo.constexpr):
+    """The WGMMAs of one K step from a ring stage (A: TM x BK, B: TN x BK): BK / PLAN.k groups (one for
+    bf16, two for fp8, whose plans stop at K = 64 while the 128-byte TMA row holds 128)."""
     for kk in tylo.static_range(k_step(PLAN.dtype) // PLAN.k):
-        a = operand(PLAN, wg.OperandA, a_map, pa, m0, kk * PLAN.k, BM, A_MN)
-        b = operand(PLAN, wg.OperandB, b_map, pb, 0, kk * PLAN.k, BN, B_MN)
+        a = operand(PLAN, wg.OperandA, a_map, pa, m0, kk * PLAN.k, TM, A_MN)
+        b = operand(PLAN, wg.OperandB, b_map, pb, 0, kk * PLAN.k, TN, B_MN)
         acc = wg.mma_async(PLAN, a, b, acc)
     return acc
 
 
 @tylo.jit
-def hopper_gemm(c_map, a_map, b_map, M, N, K, STAGES: tylo.constexpr = 4, GROUP_M: tylo.constexpr = 8,
-                C_BUFS: tylo.constexpr = 2, A_MN: tylo.constexpr = False, B_MN: tylo.constexpr = False,
-                DTYPE: tylo.constexpr = tylo.bf16):
+def hopper_gemm(c_map, a_map, b_map, out, M, N, K, ld_row, ld_col, splits, STAGES: tylo.constexpr = 4,
+                GROUP_M: tylo.constexpr = 8, C_BUFS: tylo.constexpr = 2, A_MN: tylo.constexpr = False,
+                B_MN: tylo.constexpr = False, DTYPE: tylo.constexpr = tylo.bf16, TN: tylo.constexpr = 256,
+                CONSUMERS: tylo.constexpr = 2, DIRECT: tylo.constexpr = False, PARTIAL: tylo.constexpr = False):
     """C_BUFS: 64x64 bf16 staging tiles per consumer (4 covers a whole 64 x 256 row band).
     A_MN / B_MN: the operand is MN-major (A column-major, B row-major), else K-major.
-    DTYPE: the input type, bf16 or fp8 (e4m3/e5m2: K-major only; C is bf16 either way)."""
-    PLAN = wgmma_plan(DTYPE)
+    DTYPE: the input type, bf16 or fp8 (e4m3/e5m2: K-major only; C is bf16 either way).
+    TN x (64 * CONSUMERS): the CTA tile. ``splits``: K is cut into that many ranges (split-K), each a
+    separate work unit. DIRECT: the epilogue stores from registers through ``out`` (bounds-checked,
+    element (r, c) at ``out + r * ld_row + c * ld_col``) instead of TMA stores through ``c_map``;
+    PARTIAL: ``out`` is an f32 workspace of ``splits`` (M, N) planes, one per K range (split-K; a
+    second kernel, ``splitk_reduce``, sums them in order)."""
+    PLAN = wgmma_plan(DTYPE, TN)
     BK = k_step(DTYPE)
+    TM = 64 * CONSUMERS
     GROUPS = BK // PLAN.k                    # WGMMA groups per K step
-    sa = tylo.shared_array(DTYPE, (STAGES * BM * BK,), align=1024)
-    sb = tylo.shared_array(DTYPE, (STAGES * BN * BK,), align=1024)
-    sc = tylo.shared_array(tylo.bf16, (2 * C_BUFS * 64 * 64,), align=1024)
+    sa = tylo.shared_array(DTYPE, (STAGES * TM * BK,), align=1024)
+    sb = tylo.shared_array(DTYPE, (STAGES * TN * BK,), align=1024)
+    sc = tylo.shared_array(tylo.bf16, (staging_elems(DIRECT, CONSUMERS, C_BUFS),), align=1024)
     bars = tylo.shared_array(tylo.u64, (2 * STAGES,), align=8)
     full = bars.ptr
     empty = bars.ptr + STAGES
@@ -138,50 +164,59 @@ def hopper_gemm(c_map, a_map, b_map, M, N, K, STAGES: tylo.constexpr = 4, GROUP_
     if tid == 0:
         tma.prefetch_tma_descriptor(a_map)
         tma.prefetch_tma_descriptor(b_map)
-        tma.prefetch_tma_descriptor(c_map)
+        if not DIRECT:
+            tma.prefetch_tma_descriptor(c_map)
         for s in tylo.static_range(STAGES):
             mb.mbarrier_init(full + s, 1)         # the producer's arrive.expect_tx (+ TMA bytes)
-            mb.mbarrier_init(empty + s, 2)        # one release per consumer warpgroup
+            mb.mbarrier_init(empty + s, CONSUMERS)    # one release per consumer warpgroup
         mb.fence_mbarrier_init()
         mb.fence_view_async_shared()
     tylo.sync_threads()
 
-    num_m = (M + BM - 1) // BM
-    num_n = (N + BN - 1) // BN
+    num_m = (M + TM - 1) // TM
+    num_n = (N + TN - 1) // TN
     num_tiles = num_m * num_n
     ktiles = (K + BK - 1) // BK
+    kper = (ktiles + splits - 1) // splits       # launch() makes every range non-empty
+    units = num_tiles * splits                   # split-major: neighbouring CTAs share K ranges (L2)
     wgi = mb.warpgroup_idx()
     if wgi == 0:
-        mb.setmaxnreg_dec(PRODUCER_REGS)
+        if CONSUMERS == 2:
+            mb.setmaxnreg_dec(PRODUCER_REGS)
         if tid == 0:
             it = 0
-            for tile in range(tylo.block_idx.x, num_tiles, tylo.grid_dim.x):
-                pm, pn = tile_coords(tile, num_m, num_n, GROUP_M)
-                for kt in range(ktiles):
+            for unit in range(tylo.block_idx.x, units, tylo.grid_dim.x):
+                pm, pn = tile_coords(unit % num_tiles, num_m, num_n, GROUP_M)
+                k0 = (unit // num_tiles) * kper
+                for kt in range(k0, tylo.minimum(k0 + kper, ktiles)):
                     s = it % STAGES
                     mb.mbarrier_wait(empty + s, ((it // STAGES) & 1) ^ 1)   # a fresh ring is free
-                    mb.mbarrier_arrive_expect_tx(full + s, STAGE_BYTES)
-                    load_stage(a_map, sa.ptr + s * (BM * BK), pm * BM, kt * BK, full + s, BM, A_MN)
-                    load_stage(b_map, sb.ptr + s * (BN * BK), pn * BN, kt * BK, full + s, BN, B_MN)
+                    mb.mbarrier_arrive_expect_tx(full + s, (TM + TN) * 128)
+                    load_stage(a_map, sa.ptr + s * (TM * BK), pm * TM, kt * BK, full + s, TM, A_MN)
+                    load_stage(b_map, sb.ptr + s * (TN * BK), pn * TN, kt * BK, full + s, TN, B_MN)
                     it += 1
     else:
-        mb.setmaxnreg_inc(CONSUMER_REGS)
+        if CONSUMERS == 2:
+            mb.setmaxnreg_inc(CONSUMER_REGS)
         cons = wgi - 1
         lead = tid % 128 == 0
         it = 0
-        for tile in range(tylo.block_idx.x, num_tiles, tylo.grid_dim.x):
-            pm, pn = tile_coords(tile, num_m, num_n, GROUP_M)
+        for unit in range(tylo.block_idx.x, units, tylo.grid_dim.x):
+            pm, pn = tile_coords(unit % num_tiles, num_m, num_n, GROUP_M)
+            split = unit // num_tiles
+            k0 = split * kper
+            steps = tylo.minimum(k0 + kper, ktiles) - k0
             s = it % STAGES
             mb.mbarrier_wait(full + s, (it // STAGES) & 1)
-            pending = mma_stage(PLAN, a_map, b_map, sa.ptr + s * (BM * BK), sb.ptr + s * (BN * BK), cons * 64,
-                                zero_accumulator(PLAN), A_MN, B_MN)
+            pending = mma_stage(PLAN, a_map, b_map, sa.ptr + s * (TM * BK), sb.ptr + s * (TN * BK), cons * 64,
+                                zero_accumulator(PLAN), A_MN, B_MN, TM, TN)
             prev = s
             it += 1
-            for kt in range(1, ktiles):
+            for kt in range(1, steps):
                 s = it % STAGES
                 mb.mbarrier_wait(full + s, (it // STAGES) & 1)
-                pending = mma_stage(PLAN, a_map, b_map, sa.ptr + s * (BM * BK), sb.ptr + s * (BN * BK),
-                                    cons * 64, pending, A_MN, B_MN)
+                pending = mma_stage(PLAN, a_map, b_map, sa.ptr + s * (TM * BK), sb.ptr + s * (TN * BK),
+                                    cons * 64, pending, A_MN, B_MN, TM, TN)
                 pending = wg.wait_mma(pending, GROUPS)   # step kt-1 is complete: release its stage
                 if lead:
                     mb.mbarrier_arrive(empty + prev)
@@ -191,47 +226,225 @@ def hopper_gemm(c_map, a_map, b_map, M, N, K, STAGES: tylo.constexpr = 4, GROUP_
             if lead:
                 mb.mbarrier_arrive(empty + prev)
 
-            # epilogue: bf16 through swizzled staging tiles, TMA stores (clipped at M, N)
-            out = wg.finish_mma(acc).astype(tylo.bf16)
-            row = pm * BM + cons * 64
-            col = pn * BN
-            if lead:
-                tma.wait_tma_reads(0)                 # the previous tile's stores have read the staging
-            mb.named_barrier_sync(1 + cons, 128)
-            for j in tylo.static_range(BN // 64):
-                if j >= C_BUFS:
-                    if lead:
-                        tma.wait_tma_reads(C_BUFS - 1)
-                    mb.named_barrier_sync(1 + cons, 128)
-                buf = tma.shared_tile(c_map, sc.ptr + (cons * C_BUFS + j % C_BUFS) * (64 * 64))
-                tylo.store(buf, tylo.window(out, (0, 64 * j), (64, 64)))
-                mb.fence_view_async_shared()
-                mb.named_barrier_sync(1 + cons, 128)
+            row = pm * TM + cons * 64
+            col = pn * TN
+            if DIRECT:
+                # from registers, each element bounds-checked: any output layout (the transpose for
+                # swap-AB), any N, and f32 partial sums for split-K
+                dst = tylo.GlobalTile(out + split * (M * N), Layout((M, N), (ld_row, ld_col)))
+                view = tylo.window(dst, (row, col), (64, TN), check=False)
+                if PARTIAL:
+                    tylo.store(view, wg.finish_mma(acc), bounds=(M - row, N - col))
+                else:
+                    tylo.store(view, wg.finish_mma(acc).astype(tylo.bf16), bounds=(M - row, N - col))
+            else:
+                # bf16 through swizzled staging tiles, TMA stores (clipped at M, N)
+                res = wg.finish_mma(acc).astype(tylo.bf16)
                 if lead:
-                    tma.tma_store(c_map, buf, (row, col + 64 * j))
-                    tma.commit_tma_stores()
-        if lead:
-            tma.wait_tma_stores(0)
+                    tma.wait_tma_reads(0)                 # the previous tile's stores have read the staging
+                mb.named_barrier_sync(1 + cons, 128)
+                for j in tylo.static_range(TN // 64):
+                    if j >= C_BUFS:
+                        if lead:
+                            tma.wait_tma_reads(C_BUFS - 1)
+                        mb.named_barrier_sync(1 + cons, 128)
+                    buf = tma.shared_tile(c_map, sc.ptr + (cons * C_BUFS + j % C_BUFS) * (64 * 64))
+                    tylo.store(buf, tylo.window(res, (0, 64 * j), (64, 64)))
+                    mb.fence_view_async_shared()
+                    mb.named_barrier_sync(1 + cons, 128)
+                    if lead:
+                        tma.tma_store(c_map, buf, (row, col + 64 * j))
+                        tma.commit_tma_stores()
+        if not DIRECT:
+            if lead:
+                tma.wait_tma_stores(0)
+
+
+@tylo.jit
+def splitk_reduce(c, ws, M, N, ld_row, ld_col, splits, BLOCK: tylo.constexpr):
+    """C (M, N) = bf16 of the sum of ``splits`` f32 (M, N) planes of ``ws``, added in plane order (the
+    result does not depend on which CTA finished first: bitwise equal run to run)."""
+    i = tylo.block_idx.x * BLOCK + tylo.thread_idx.x
+    plane = M * N
+    if i < plane:
+        acc = ws[i]
+        for s in range(1, splits):
+            acc = acc + ws[s * plane + i]
+        r = i // N
+        c[r * ld_row + (i - r * N) * ld_col] = tylo.cast(acc, tylo.bf16)
 
 
 # A TMATile in a signature list stands for a TMA binding of that plan (prepare_tma).
-AOT = [(hopper_gemm, [C_TILE, A_TILE, B_TILE, "i32", "i32", "i32"], {"STAGES": 4, "GROUP_M": 8, "C_BUFS": 2},
+_RUNTIME = ["*bf16", "i32", "i32", "i32", "i32", "i32", "i32"]     # out, M, N, K, ld_row, ld_col, splits
+AOT = [(hopper_gemm, [C_TILE, A_TILE, B_TILE, *_RUNTIME], {"STAGES": 4, "GROUP_M": 8, "C_BUFS": 2},
         THREADS),
-       (hopper_gemm, [C_TILE, MN_TILE, MN_TILE, "i32", "i32", "i32"],
+       (hopper_gemm, [C_TILE, MN_TILE, MN_TILE, *_RUNTIME],
         {"STAGES": 4, "GROUP_M": 8, "C_BUFS": 2, "A_MN": True, "B_MN": True}, THREADS),
-       (hopper_gemm, [C_TILE, a_tile(tylo.f8e4m3), b_tile(tylo.f8e4m3), "i32", "i32", "i32"],
+       (hopper_gemm, [C_TILE, a_tile(tylo.f8e4m3), b_tile(tylo.f8e4m3), *_RUNTIME],
         {"STAGES": 4, "GROUP_M": 8, "C_BUFS": 2, "DTYPE": tylo.f8e4m3}, THREADS)]
 
 
-def spec(stages=4, group_m=8, c_bufs=2, a_mn=False, b_mn=False, dtype=tylo.bf16):
-    """The specialisation ``launch`` compiles, as ``JITFunction._compile``'s records (no GPU needed)."""
-    from tylo.specialization import BlobSpec, ConstexprSpec, IntSpec
+SHARED_LIMIT = 232448          # bytes of dynamic shared memory one CTA may use on sm_90
+MAX_STAGES = 8
 
+
+@dataclass(frozen=True)
+class GemmConfig:
+    """How ``launch`` runs one product. The CTA tile is (64 * consumers) x tn of the kernel's C, which is
+    C itself, or C^T when ``swap_ab`` (C^T = B^T A^T: a small M becomes the WGMMA's N, which can be 8).
+    ``split_k`` > 1 cuts K into that many ranges whose f32 partial products a second kernel sums in a
+    fixed order. ``direct``: the epilogue stores from registers (needed for swap_ab, split_k > 1, tn not
+    a multiple of 64, or N not a multiple of 8) instead of through shared memory and TMA."""
+    tn: int = BN
+    consumers: int = 2
+    stages: int = 4
+    group_m: int = 8
+    c_bufs: int = 2
+    split_k: int = 1
+    swap_ab: bool = False
+    direct: bool = False
+
+    def __post_init__(self):
+        if self.consumers not in (1, 2):
+            raise ValueError(f"GemmConfig: consumers is 1 or 2 (64 or 128 rows), got {self.consumers}")
+        if not (8 <= self.tn <= 256 and self.tn % 8 == 0):
+            raise ValueError(f"GemmConfig: tn is a multiple of 8 from 8 to 256 (WGMMA's N), got {self.tn}")
+        if self.stages < 2 or self.group_m < 1 or self.c_bufs < 1 or self.split_k < 1:
+            raise ValueError(f"GemmConfig: stages >= 2, group_m, c_bufs and split_k >= 1; got {self}")
+        if not self.direct and (self.swap_ab or self.split_k > 1 or self.tn % 64):
+            raise ValueError(f"GemmConfig: swap_ab, split_k > 1 and tn % 64 != 0 need direct=True "
+                             f"(the TMA epilogue stores 64 x 64 bf16 tiles of C); got {self}")
+        if self.shared_bytes > SHARED_LIMIT:
+            raise ValueError(f"GemmConfig: {self.shared_bytes} bytes of shared memory, more than the "
+                             f"{SHARED_LIMIT} a CTA may use; use fewer stages: {self}")
+
+    @property
+    def tm(self):
+        return 64 * self.consumers
+
+    @property
+    def threads(self):
+        return threads(self.consumers)
+
+    @property
+    def shared_bytes(self):
+        staging = 2 * staging_elems(self.direct, self.consumers, self.c_bufs)
+        return self.stages * (self.tm + self.tn) * 128 + staging + 16 * self.stages + 1024
+
+    def constexprs(self, dtype, a_mn, b_mn):
+        """The kernel's constexpr parameters in order (STAGES .. PARTIAL)."""
+        return (self.stages, self.group_m, self.c_bufs, a_mn, b_mn, dtype, self.tn, self.consumers,
+                self.direct, self.split_k > 1)
+
+
+def max_stages(tm, tn, direct, consumers, c_bufs=2):
+    fixed = 2 * staging_elems(direct, consumers, c_bufs) + 1024
+    return min(MAX_STAGES, (SHARED_LIMIT - fixed) // ((tm + tn) * 128 + 16))
+
+
+DEFAULT = GemmConfig()
+
+# H200 (sm_90) figures for the heuristic's cost model, fitted to the sweeps in docs/validation.md:
+# dense bf16 tensor peak, reachable HBM bandwidth, L2 -> shared bandwidth of one SM, and the rate of
+# the register epilogue's bounds-checked scalar stores (whole GPU)
+PEAK_BF16 = 989e12
+HBM_BYTES_S = 3.9e12
+SM_BYTES_S = 110e9
+DIRECT_STORES_S = 2.5e11        # elements per second
+UNIT_OVERHEAD_S = 1.5e-6        # a work unit's prologue / epilogue latency not hidden by the pipeline
+REDUCE_LAUNCH_S = 3e-6          # the split-K reduction's launch and tail
+
+
+def _tensor_efficiency(consumers, tn):
+    """Fraction of an SM's tensor peak a CTA reaches: two consumer warpgroups hide each other's
+    issue and wait latency; narrow WGMMAs (small n) are issue-bound."""
+    return (0.88 if consumers == 2 else 0.62) * min(1.0, max(tn, 32) / 128)
+
+
+def estimate_seconds(cfg, M, N, K, itemsize, sms):
+    """The cost model behind ``choose_config``: waves of work units, each bound by its tensor work or
+    its operand traffic; the whole bound by HBM traffic, where the rows TMA zero-fills past M and N
+    count as traffic (measured: they cost like loads); plus the register epilogue's stores and the
+    split-K reduction."""
+    mk, nk = (N, M) if cfg.swap_ab else (M, N)
+    bk = 128 // itemsize
+    ktiles = -(-K // bk)
+    kper = -(-ktiles // cfg.split_k)
+    splits = -(-ktiles // kper)
+    num_m, num_n = -(-mk // cfg.tm), -(-nk // cfg.tn)
+    units = num_m * num_n * splits
+    waves = -(-units // sms)
+    peak_sm = PEAK_BF16 * (2 if itemsize == 1 else 1) / sms
+    compute = 2.0 * cfg.tm * cfg.tn * kper * bk / (peak_sm * _tensor_efficiency(cfg.consumers, cfg.tn))
+    memory = (cfg.tm + cfg.tn) * kper * bk * itemsize / SM_BYTES_S
+    padding = ((num_m * cfg.tm - mk) * num_n + (num_n * cfg.tn - nk) * num_m) * K * itemsize
+    hbm = (mk * K + nk * K) * itemsize + padding + mk * nk * 2
+    t = max(waves * (max(compute, memory) + UNIT_OVERHEAD_S), hbm / HBM_BYTES_S)
+    if cfg.direct:
+        t += mk * nk * splits / DIRECT_STORES_S
+    if splits > 1:
+        t += (mk * nk * (4 * splits + 2)) / HBM_BYTES_S + REDUCE_LAUNCH_S
+    return t
+
+
+def candidate_configs(M, N, K, dtype=tylo.bf16, a_k_major=True, b_k_major=False):
+    """Every configuration ``launch`` can run for this problem (swap-AB only when it keeps the TMA rules:
+    the kernel's B is then A, which must be K-major when its tile is narrower than 64)."""
+    out = []
+    for swap in (False, True):
+        if swap and not a_k_major and M < 64:
+            continue
+        mk, nk = (N, M) if swap else (M, N)
+        kb_mn = (not a_k_major) if swap else (not b_k_major)    # the kernel's B operand is MN-major
+        tns = sorted({t for t in (64, 128, 256)} | ({min(256, max(8, -(-nk // 8) * 8))} if nk < 64 else set()))
+        for consumers in (1, 2):
+            for tn in tns:
+                if kb_mn and tn % 64:
+                    continue
+                for split in (1, 2, 3, 4, 6, 8, 12, 16):
+                    if split > 1 and -(-K // (128 // dtype.itemsize)) < 2 * split:
+                        continue
+                    direct = swap or split > 1 or tn % 64 != 0 or nk % 8 != 0
+                    stages = max_stages(64 * consumers, tn, direct, consumers)
+                    out.append(GemmConfig(tn=tn, consumers=consumers, stages=stages, split_k=split,
+                                          swap_ab=swap, direct=direct))
+    return out
+
+
+@functools.lru_cache(maxsize=4096)
+def choose_config(M, N, K, dtype=tylo.bf16, sms=132, a_k_major=True, b_k_major=False):
+    """A good configuration without tuning: the default 128 x 256 tile when it fills the GPU, else the
+    candidate the cost model (``estimate_seconds``) says is fastest, preferring the default, then fewer
+    splits, on near ties (within 3%)."""
+    itemsize = dtype.itemsize
+    default = GemmConfig(direct=N % 8 != 0)
+    best, best_t = default, estimate_seconds(default, M, N, K, itemsize, sms)
+    for cfg in candidate_configs(M, N, K, dtype, a_k_major, b_k_major):
+        t = estimate_seconds(cfg, M, N, K, itemsize, sms)
+        if t < best_t * 0.97:
+            best, best_t = cfg, t
+    return best
+
+
+def spec(stages=4, group_m=8, c_bufs=2, a_mn=False, b_mn=False, dtype=tylo.bf16, config=None):
+    """The specialisation ``launch`` compiles, as ``JITFunction._compile``'s records (no GPU needed)."""
+    from tylo.specialization import BlobSpec, ConstexprSpec, IntSpec, PointerSpec
+
+    if config is None:
+        config = GemmConfig(stages=stages, group_m=group_m, c_bufs=c_bufs)
     blob = lambda plan: BlobSpec("tma", (plan, 2), 128)  # noqa: E731
     i32 = IntSpec("i32")
-    return [blob(C_TILE), blob(mn_tile(dtype) if a_mn else a_tile(dtype)),
-            blob(mn_tile(dtype) if b_mn else b_tile(dtype)), i32, i32, i32,
-            *(ConstexprSpec(v) for v in (stages, group_m, c_bufs, a_mn, b_mn, dtype))]
+    a_plan, b_plan = operand_plans(config, dtype, a_mn, b_mn)
+    c_plan = a_plan if config.direct else C_TILE
+    out = PointerSpec("f32" if config.split_k > 1 else "bf16")
+    return [blob(c_plan), blob(a_plan), blob(b_plan), out, i32, i32, i32, i32, i32, i32,
+            *(ConstexprSpec(v) for v in config.constexprs(dtype, a_mn, b_mn))]
+
+
+def operand_plans(config, dtype, a_mn, b_mn):
+    """TMA plans of the kernel's A and B operands (kernel orientation: after any swap)."""
+    return (mn_tile(dtype) if a_mn else a_tile(dtype, config.tm),
+            mn_tile(dtype) if b_mn else b_tile(dtype, config.tn))
 
 
 _BINDINGS = {}
@@ -266,7 +479,9 @@ def operand_storage(x, name, shape, k_axis):
         raise ValueError(f"hopper_gemm: {name} holds {info.dtype_name}; the inputs are bf16, f8e4m3 or f8e5m2")
     if tuple(info.shape) != shape:
         raise ValueError(f"hopper_gemm: {name} must have shape {shape}, got {tuple(info.shape)}")
-    contiguous = [d for d in (1, 0) if info.strides[d] == 1 or shape[d] == 1]
+    # a dimension of extent 1 has no meaningful stride: prefer a real unit-stride one
+    contiguous = ([d for d in (1, 0) if info.strides[d] == 1 and shape[d] > 1]
+                  + [d for d in (1, 0) if shape[d] == 1])
     if not contiguous:
         raise ValueError(f"hopper_gemm: {name} needs a contiguous dimension (row- or column-major), "
                          f"strides {tuple(info.strides)}")
@@ -290,29 +505,153 @@ INPUT_TYPES = {"bf16": tylo.bf16, "f8e4m3": tylo.f8e4m3, "f8e5m2": tylo.f8e5m2}
 
 
 _SMS = []
+_WORKSPACE = {}
 
 
-def launch(c, a, b, M, N, K, stream=None, stages=4, group_m=8, c_bufs=2):
-    """C (M, N) = A (M, K) @ B (K, N) into bf16 C (row-major). A and B are bf16 (row- or column-major)
-    or fp8 e4m3/e5m2 of one type (A row-major, B column-major: fp8 WGMMA reads K-major operands)."""
+def _sm_count():
+    if not _SMS:
+        from tylo.runtime import driver
+        _SMS.append(driver.devices()[0]["sm_count"])
+    return _SMS[0]
+
+
+def _workspace(elems, stream):
+    """f32 split-K partials, one buffer per stream (launches on one stream are ordered), grown on demand."""
+    ws = _WORKSPACE.get(stream)
+    if ws is None or ws.shape[0] < elems:
+        ws = _WORKSPACE[stream] = tylo.empty((max(elems, 1 << 16),), np.float32)
+    return ws
+
+
+def _output_row_stride(c, M, N):
+    from tylo.runtime import describe_array
+    info = describe_array(c)
+    if info.dtype_name != "bf16" or tuple(info.shape) != (M, N):
+        raise ValueError(f"hopper_gemm: C must be a bf16 ({M}, {N}) array, got {info.dtype_name} "
+                         f"{tuple(info.shape)}")
+    if info.strides[1] != 1 and N > 1:
+        raise ValueError(f"hopper_gemm: C must be row-major (unit stride along N), strides {tuple(info.strides)}")
+    return info.strides[0]
+
+
+_PREPARED = {}
+_TUNERS = {}
+
+
+def autotuner(config):
+    """``tylo.autotune`` over the pipeline depth and rasterisation (STAGES, GROUP_M) of ``config``'s tile
+    family (tile shape, swap-AB, split-K and epilogue fixed: they decide the TMA plans and the grid).
+    Keyed on the kernel's M, N, K and the arrays' dtypes; the winner is stored in the tylo cache
+    (``tylo cache list``), so later processes do not tune again. ``launch(..., autotune=True)`` uses it
+    with ``choose_config``'s family."""
+    family = (config.tn, config.consumers, config.c_bufs, config.split_k > 1, config.swap_ab, config.direct)
+    tuner = _TUNERS.get(family)
+    if tuner is None:
+        top = max_stages(config.tm, config.tn, config.direct, config.consumers, config.c_bufs)
+        configs = [tylo.Config(constexprs={"STAGES": s, "GROUP_M": g}, block=config.threads,
+                               name=f"{config.tm}x{config.tn} STAGES={s} GROUP_M={g}")
+                   for s in sorted({top, max(2, top - 1), max(2, top - 2), max(2, top // 2)}, reverse=True)
+                   for g in (4, 8, 16)]
+        tuner = _TUNERS[family] = tylo.autotune(configs=configs, key=["M", "N", "K"])(hopper_gemm)
+    return tuner
+
+
+def launch(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=None, config=None, autotune=False):
+    """C (M, N) = A (M, K) @ B (K, N) (see ``prepare``). The launch arguments are cached per (arrays'
+    pointers, shapes and strides, M, N, K, configuration, stream): a repeated call describes the three
+    arrays and launches."""
+    from tylo.runtime import describe_array
+    _check_arguments(M, N, K, config)
+    key = (_where(describe_array(c)), _where(describe_array(a)), _where(describe_array(b)), M, N, K, stream,
+           stages, group_m, c_bufs, config, autotune)
+    run = _PREPARED.get(key)
+    if run is None:
+        if len(_PREPARED) >= 64:       # prepared launches keep their arrays alive
+            _PREPARED.clear()
+        run = _PREPARED[key] = prepare(c, a, b, M, N, K, stream, stages, group_m, c_bufs, config, autotune)
+    return run()
+
+
+def _check_arguments(M, N, K, config):
     if min(M, N, K) <= 0:
         raise ValueError(f"hopper_gemm: M, N and K must be positive, got {M}, {N}, {K}")
-    if N % 8:
-        raise ValueError(f"hopper_gemm: TMA needs 16-byte aligned rows: N ({N}) must be a multiple of 8")
+    if config is not None and not isinstance(config, GemmConfig):
+        raise TypeError(f"hopper_gemm: config must be a GemmConfig, got {config!r}")
+    if config is not None and not config.direct and N % 8:
+        raise ValueError(f"hopper_gemm: TMA needs 16-byte aligned rows: N ({N}) must be a multiple of 8 "
+                         f"for the TMA epilogue (a config with direct=True stores any N)")
+
+
+def _where(info):
+    return (info.ptr, info.dtype_name, tuple(info.shape), tuple(info.strides))
+
+
+def prepare(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=None, config=None, autotune=False):
+    """A function that launches C (M, N) = A (M, K) @ B (K, N) into bf16 C (row-major) and returns the
+    configuration it ran. A and B are bf16 (row- or column-major) or fp8 e4m3/e5m2 of one type (A
+    row-major, B column-major: fp8 WGMMA reads K-major operands); everything is checked here.
+
+    ``config``: a ``GemmConfig``; by default ``choose_config`` picks one from the shape. ``stages``,
+    ``group_m``, ``c_bufs``: override those fields of the default 128 x 256 configuration. ``autotune``:
+    time the STAGES / GROUP_M variants of the configuration's tile family on the first call for this
+    shape (``autotuner``) and launch the winner."""
+    _check_arguments(M, N, K, config)
     a_store, a_mn, dtype, a_where = operand_storage(a, "A", (M, K), 1)
     b_store, b_mn, b_dtype, b_where = operand_storage(b, "B", (K, N), 0)
     if b_dtype != dtype:
         raise ValueError(f"hopper_gemm: A holds {dtype} and B {b_dtype}; both must have one type")
-    if not _SMS:
-        from tylo.runtime import driver
-        _SMS.append(driver.devices()[0]["sm_count"])
-    tiles = ((M + BM - 1) // BM) * ((N + BN - 1) // BN)
-    grid = max(1, min(_SMS[0], tiles))
-    # every parameter positionally (STAGES, GROUP_M, C_BUFS, A_MN, B_MN, DTYPE): the JIT's fast path
-    hopper_gemm[grid, THREADS](_binding(C_TILE, c),
-                               _binding(mn_tile(dtype) if a_mn else a_tile(dtype), a_store, a_where),
-                               _binding(mn_tile(dtype) if b_mn else b_tile(dtype), b_store, b_where), M, N, K,
-                               stages, group_m, c_bufs, a_mn, b_mn, dtype, stream=stream)
+    sms = _sm_count()
+    if config is None:
+        if (stages, group_m, c_bufs) != (None, None, None):
+            config = GemmConfig(stages=stages or 4, group_m=group_m or 8, c_bufs=c_bufs or 2)
+        else:
+            config = choose_config(M, N, K, dtype, sms, not a_mn, not b_mn)
+    ldc = _output_row_stride(c, M, N)
+    if config.swap_ab:      # C^T (N, M) = B^T A^T: the kernel's A is B's storage, its B is A's
+        mk, nk, ld_row, ld_col = N, M, 1, ldc
+        ka, ka_mn, ka_where, kb, kb_mn, kb_where = b_store, b_mn, b_where, a_store, a_mn, a_where
+    else:
+        mk, nk, ld_row, ld_col = M, N, ldc, 1
+        ka, ka_mn, ka_where, kb, kb_mn, kb_where = a_store, a_mn, a_where, b_store, b_mn, b_where
+    if kb_mn and config.tn % 64:
+        raise ValueError(f"hopper_gemm: an MN-major kernel B operand loads 64-wide boxes: tn ({config.tn}) "
+                         f"must be a multiple of 64 ({'A column-major with swap_ab' if config.swap_ab else 'B row-major'})")
+    a_plan, b_plan = operand_plans(config, dtype, ka_mn, kb_mn)
+    a_map = _binding(a_plan, ka, ka_where)
+    b_map = _binding(b_plan, kb, kb_where)
+    ktiles = -(-K // k_step(dtype))
+    kper = -(-ktiles // min(config.split_k, ktiles))
+    splits = -(-ktiles // kper)              # every K range non-empty
+    span = splits * mk * nk if config.split_k > 1 else M * max(ldc, N)
+    if config.direct and span >= 2 ** 31:     # the register epilogue's offsets are 32-bit
+        raise ValueError(f"hopper_gemm: the output ({span} elements) exceeds 32-bit offsets for the register "
+                         f"epilogue (direct=True); use fewer splits or the TMA epilogue")
+    partial = config.split_k > 1
+    tiles = -(-mk // config.tm) * -(-nk // config.tn)
+    grid = max(1, min(sms, tiles * splits))
+    c_map = a_map if config.direct else _binding(C_TILE, c)
+    # constexprs positionally: the JIT's fast path
+    constexprs = config.constexprs(dtype, ka_mn, kb_mn)
+    gemm = hopper_gemm[grid, config.threads]
+    if autotune:
+        tuned = autotuner(config)[grid]
+        fixed = dict(zip(("C_BUFS", "A_MN", "B_MN", "DTYPE", "TN", "CONSUMERS", "DIRECT", "PARTIAL"), constexprs[2:]))
+
+        def gemm(*args, stream=None):       # noqa: F811 (the tuned launch takes the fixed constexprs by name)
+            tuned(*args[:10], stream=stream, **fixed)
+    if partial:
+        ws = _workspace(splits * mk * nk, stream)
+        reduce = splitk_reduce[-(-(mk * nk) // 256), 256]
+
+        def run():
+            gemm(c_map, a_map, b_map, ws, mk, nk, K, nk, 1, splits, *constexprs, stream=stream)
+            reduce(c, ws, mk, nk, ld_row, ld_col, splits, 256, stream=stream)
+            return config
+    else:
+        def run():
+            gemm(c_map, a_map, b_map, c, mk, nk, K, ld_row, ld_col, 1, *constexprs, stream=stream)
+            return config
+    return run
 
 
 def run() -> None:

@@ -1,0 +1,123 @@
+"""The Hopper GEMM's small-shape mechanisms on an sm_90 GPU: every tile shape, swap-AB, split-K and the
+register (direct) epilogue against a float64 product on ragged and tiny shapes (M, N or K = 1), bf16
+and fp8; split-K results bitwise equal run to run; the heuristic's own choices."""
+import os
+import sys
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "examples"))
+
+import hopper_gemm as hg  # noqa: E402
+
+pytestmark = pytest.mark.gpu
+
+C = hg.GemmConfig
+CONFIGS = {
+    "default": C(),
+    "64x256": C(consumers=1, stages=5),
+    "64x128": C(consumers=1, tn=128, stages=8),
+    "128x64": C(tn=64, stages=8),
+    "direct-64x64": C(consumers=1, tn=64, stages=8, direct=True),
+    "swap-n8": C(consumers=1, tn=8, stages=8, swap_ab=True, direct=True),
+    "swap-n16-2c": C(consumers=2, tn=16, stages=8, swap_ab=True, direct=True),
+    "swap-n64": C(consumers=1, tn=64, stages=8, swap_ab=True, direct=True),
+    "split2": C(split_k=2, direct=True),
+    "split3-64x128": C(consumers=1, tn=128, stages=8, split_k=3, direct=True),
+    "swap-n16-split4": C(consumers=1, tn=16, stages=8, swap_ab=True, split_k=4, direct=True),
+}
+
+
+def _torch_sm90():
+    from tylo.runtime import compute_capability
+    if compute_capability() < (9, 0):
+        pytest.skip("needs sm_90")
+    return pytest.importorskip("torch")
+
+
+def _operand(torch, gen, rows, cols, major):
+    if major == "r":
+        return torch.randn(rows, cols, generator=gen, device="cuda").to(torch.bfloat16)
+    return torch.randn(cols, rows, generator=gen, device="cuda").to(torch.bfloat16).T
+
+
+def _check(torch, c, a, b):
+    assert bool(torch.isfinite(c).all()), "unwritten outputs"
+    ref = a.double() @ b.double()
+    rel = float((c.double() - ref).norm() / ref.norm())
+    assert rel < 1e-2, rel
+
+
+def _legal(cfg, M, N, layout):
+    """launch's rules: the TMA epilogue needs N % 8 == 0; an MN-major kernel B needs tn % 64 == 0."""
+    if not cfg.direct and N % 8:
+        return False
+    kb_mn = layout[0] == "c" if cfg.swap_ab else layout[1] == "r"
+    return not (kb_mn and cfg.tn % 64)
+
+
+# (M, N, K, layout): ragged everywhere; M = 1, N = 1 and K = 1 with the layouts TMA can address
+SHAPES = [(1, 8, 8, "rr"), (1, 264, 136, "rc"), (5, 24, 40, "rc"), (17, 200, 136, "rr"), (64, 520, 1000, "cr"),
+          (130, 264, 72, "rc"), (300, 776, 4104, "rr"), (3, 1, 64, "rc"), (8, 16, 1, "cr"), (1, 1, 8, "rc")]
+
+
+@pytest.mark.parametrize("name", sorted(CONFIGS))
+@pytest.mark.parametrize("M,N,K,layout", SHAPES)
+def test_every_config_matches_float64(name, M, N, K, layout):
+    torch = _torch_sm90()
+    cfg = CONFIGS[name]
+    if not _legal(cfg, M, N, layout):
+        pytest.skip("not a legal combination (launch raises ValueError: tested on CPU)")
+    gen = torch.Generator(device="cuda").manual_seed(M * 131 + N * 7 + K)
+    a = _operand(torch, gen, M, K, layout[0])
+    b = _operand(torch, gen, K, N, layout[1])
+    c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+    hg.launch(c, a, b, M, N, K, config=cfg)
+    torch.cuda.synchronize()
+    _check(torch, c, a, b)
+
+
+@pytest.mark.parametrize("name", ["default", "swap-n16-2c", "split3-64x128", "swap-n16-split4", "64x128"])
+@pytest.mark.parametrize("M,N,K", [(16, 4096, 1024), (77, 520, 4112), (1, 1024, 2048)])
+def test_fp8_configs(name, M, N, K):
+    torch = _torch_sm90()
+    gen = torch.Generator(device="cuda").manual_seed(M + N + K)
+    a = torch.randn(M, K, generator=gen, device="cuda").to(torch.float8_e4m3fn)
+    b = torch.randn(N, K, generator=gen, device="cuda").to(torch.float8_e4m3fn).T     # K-major B
+    c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+    hg.launch(c, a, b, M, N, K, config=CONFIGS[name])
+    torch.cuda.synchronize()
+    _check(torch, c, a.to(torch.bfloat16), b.to(torch.bfloat16))
+
+
+@pytest.mark.parametrize("name", ["split2", "split3-64x128", "swap-n16-split4"])
+def test_split_k_is_bitwise_deterministic(name):
+    torch = _torch_sm90()
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    M, N, K = 200, 1032, 8200
+    a = _operand(torch, gen, M, K, "r")
+    b = _operand(torch, gen, K, N, "c")
+    c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+    hg.launch(c, a, b, M, N, K, config=CONFIGS[name])
+    first = c.clone()
+    _check(torch, first, a, b)
+    for _ in range(10):
+        c.fill_(float("nan"))
+        hg.launch(c, a, b, M, N, K, config=CONFIGS[name])
+        torch.cuda.synchronize()
+        assert torch.equal(c, first)
+
+
+@pytest.mark.parametrize("M,N,K", [(1, 4096, 4096), (16, 8192, 8192), (64, 1024, 8192), (128, 14336, 4096),
+                                   (256, 4096, 8192), (3000, 5000, 2000), (2047, 1000, 336)])
+def test_heuristic_choice_is_correct(M, N, K):
+    torch = _torch_sm90()
+    gen = torch.Generator(device="cuda").manual_seed(M ^ N ^ K)
+    a = _operand(torch, gen, M, K, "r")
+    b = _operand(torch, gen, K, N, "c")
+    c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+    cfg = hg.launch(c, a, b, M, N, K)
+    torch.cuda.synchronize()
+    assert cfg == hg.choose_config(M, N, K, hg.INPUT_TYPES["bf16"], hg._sm_count(), True, True)
+    _check(torch, c, a, b)
