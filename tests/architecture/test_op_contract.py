@@ -9,7 +9,7 @@ import pytest
 import tylo.interpreter as interp
 from tylo.codegen import llvm
 from tylo.codegen.registry import LOWERINGS
-from tylo.interpreter.registry import NOT_MODELLED, THREAD_SEMANTICS, WARP_SEMANTICS
+from tylo.interpreter.registry import NOT_MODELLED, THREAD_SEMANTICS, WARP_SEMANTICS, WARPGROUP_SEMANTICS
 from tylo.ir import OPS, Builder, Kernel, OpDef, verify
 from tylo.ir.nv import FEATURES, SHARED_MODULES
 from tylo.ir.opdef import MEMORY_EFFECTS
@@ -76,7 +76,7 @@ def test_feature_ops_are_lowered_and_interpreted_by_their_namesakes(feature):
         if d.name in NOT_MODELLED:
             where = NOT_MODELLED[d.name].module
         else:
-            impl = THREAD_SEMANTICS.get(d.name) or WARP_SEMANTICS.get(d.name)
+            impl = THREAD_SEMANTICS.get(d.name) or WARP_SEMANTICS.get(d.name) or WARPGROUP_SEMANTICS.get(d.name)
             where = impl.__module__
         assert where == f"tylo.interpreter.{feature}", d.name
 
@@ -96,8 +96,8 @@ def test_registries_accept_only_defined_ops_once():
 
 def test_running_a_not_modelled_op_says_why():
     k = Kernel("k", [])
-    Builder(k.body).create("nv.tma.commit", [], [])
-    with pytest.raises(interp.InterpreterError, match="does not model nv.tma.commit yet: bulk async-groups"):
+    Builder(k.body).create("nv.tcgen05.fence_before", [], [])
+    with pytest.raises(interp.InterpreterError, match="does not model nv.tcgen05.fence_before yet: tcgen05 fences"):
         interp.run(k, [])
 
 

@@ -6,7 +6,9 @@ and ``address``, ``mbarrier``, ``fence``, ``sync``, ``tma``, ``wgmma``, ``tmem``
 ``NOT_MODELLED`` with the reason (``tylo.interpreter.registry``).
 """
 from . import address, copy, fence, mbarrier, mma, sync, tcgen05, tma, tmem, wgmma  # noqa: F401 - register the features' semantics
-from .core import InterpreterError, Pointer, has_semantics, run
+from .core import InterpreterError, Pointer, has_semantics
+from .errors import HazardError
+from .machine import run
 from .registry import NOT_MODELLED
 
-__all__ = ["run", "InterpreterError", "Pointer", "NOT_MODELLED", "has_semantics"]
+__all__ = ["run", "InterpreterError", "HazardError", "Pointer", "NOT_MODELLED", "has_semantics"]
