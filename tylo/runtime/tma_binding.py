@@ -10,7 +10,7 @@ from typing import Any
 
 from ..ir.nv.tma import TMATile, tma_geometry
 from . import tma as rt_tma
-from .arrays import describe_array
+from .arrays import describe_array, dtype_name
 
 __all__ = ["TMABinding", "prepare_tma"]
 
@@ -55,12 +55,6 @@ def prepare_tma(plan: TMATile, array, bounds=None) -> TMABinding:
     return TMABinding(plan, array, desc, len(dims), bounds)
 
 
-# numpy dtype name -> tylo dtype name (ml_dtypes for bf16 and fp8)
-_HOST_DTYPES = {"bfloat16": "bf16", "float16": "f16", "float32": "f32", "float64": "f64", "float8_e4m3fn": "f8e4m3",
-                "float8_e5m2": "f8e5m2", "int8": "i8", "uint8": "u8", "int16": "i16", "uint16": "u16",
-                "int32": "i32", "uint32": "u32"}
-
-
 def _is_host_array(array) -> bool:
     return type(array).__module__ == "numpy" and hasattr(array, "__array_interface__")
 
@@ -68,7 +62,10 @@ def _is_host_array(array) -> bool:
 def _host_binding(plan: TMATile, array, bounds) -> TMABinding:
     """A binding of a host numpy array for the interpreter: no tensor map is encoded (no driver);
     the interpreter reads the plan, the array and the bounds."""
-    name = _HOST_DTYPES.get(array.dtype.name)
+    try:
+        name = dtype_name(array.dtype)
+    except (TypeError, KeyError, ValueError):
+        name = str(array.dtype)
     if name != plan.dtype.name:
         raise ValueError(f"prepare_tma: the array holds {array.dtype}, the plan {plan.dtype}")
     item = array.itemsize
