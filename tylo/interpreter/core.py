@@ -170,7 +170,8 @@ class Thread:
         self.linear = tid[0] + machine.block[0] * (tid[1] + machine.block[1] * tid[2])
         self.seen: set = set()
         self.clock = None
-        self.fenced = -1
+        self.fenced = -1              # epoch of the last fence.proxy.async
+        self.init_fenced = -1         # epoch of the last fence ordering mbarrier.init for the async proxy
         self.bulk_groups: list = []   # committed TMA store groups, oldest first
         self.bulk_open: list = []     # TMA stores issued since the last commit
         self.observed: dict = {}      # id(mbarrier) -> the last phase this thread's wait observed

@@ -14,9 +14,12 @@ __all__ = []
 
 
 def _fence(th, op, ins, t):
+    epoch = int(th.clock[th.index])
     if op.attrs["kind"] in ("proxy_async", "proxy_async_shared"):
-        th.fenced = int(th.clock[th.index])
-        th.clock[th.index] += 1     # writes after the fence belong to a later epoch
+        th.fenced = epoch
+    # either fence makes this thread's earlier mbarrier.init visible to the async proxy (TMA complete_tx)
+    th.init_fenced = epoch
+    th.clock[th.index] += 1     # accesses after the fence belong to a later epoch
 
 
 THREAD_SEMANTICS.add("nv.fence", _fence)

@@ -190,14 +190,24 @@ class Machine:
         done = [False] * n
         self.cluster_arrived = set()
         rng = self.rng
+        # warps are what the hardware schedules: a delayed warp sleeps a few rounds, all lanes together
+        warp_of = [(th.cta.rank, th.linear // 32) for th in threads]
+        warps = sorted(set(warp_of))
+        sleep = dict.fromkeys(warps, 0)
         while True:
+            if self.delay:
+                for w in warps:
+                    if sleep[w]:
+                        sleep[w] -= 1
+                    elif rng.random() < self.delay:
+                        sleep[w] = rng.randint(1, 3)
             ran = False
             runnable = False
             for i, g in enumerate(gens):
                 if done[i] or request[i] is not None:
                     continue
                 runnable = True
-                if self.delay and rng.random() < self.delay:
+                if sleep[warp_of[i]]:
                     continue
                 self.current = threads[i]
                 try:
@@ -217,6 +227,12 @@ class Machine:
             if self._complete_some(force=True):
                 continue
             self._deadlock(threads, request, done)
+        for cta in self.ctas:
+            for r in cta.shadow.readers:
+                # the CTA's shared memory ends with the CTA: an async read its issuer never waited for
+                self.hazard("CTA exit before an async read completed",
+                            f"the CTA exits while a {r.kind} issued here may still read its shared memory (no "
+                            f"wait covers it)", [(f"the {r.kind}", r.op.loc)])
         while self.pending:          # the kernel has exited: the units finish what was issued
             self._complete_some(force=True)
         for hook in EXIT_HOOKS:

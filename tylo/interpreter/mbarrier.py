@@ -38,6 +38,19 @@ class MBarrier:
         self.seen = set()
         self.completed = {}      # phase -> (clock, seen) of that phase
         self.init_op = op
+        self.init_thread = cta.m.current
+        self.init_epoch = int(self.init_thread.clock[self.init_thread.index]) if self.init_thread else -1
+
+    def check_async_visible(self, op):
+        """PTX ISA 9.7.13.15.x: an mbarrier.init is visible to the async proxy (a TMA load's
+        complete_tx) only after a fence (fence.mbarrier_init or fence.proxy.async) by the thread that
+        initialised it."""
+        th = self.init_thread
+        if th is not None and th.init_fenced < self.init_epoch:
+            self.cta.m.hazard("mbarrier init not fenced for the async proxy",
+                              "a TMA load signals an mbarrier whose initialisation no fence.mbarrier_init or "
+                              "fence.proxy.async has made visible to the async proxy",
+                              [("the init", self.init_op.loc), ("the TMA load", op.loc)])
 
     def arrive(self, thread, op, count=1):
         m = self.cta.m

@@ -79,6 +79,8 @@ def _load(th, op, ins, t):
         if not targets:
             raise InterpreterError(f"{op.loc}: a multicast TMA load with an empty CTA mask")
     bars = [barrier_at(th, _in_cta(bar_ptr, c), op) for c in targets]
+    for bar in bars:
+        bar.check_async_visible(op)
 
     def effect():
         box = np.zeros((plan.outer, plan.inner), arr.dtype)

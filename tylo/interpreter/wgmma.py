@@ -98,7 +98,7 @@ def _unit(machine, threads):
     th = threads[0]
     key = (th.cta.rank, th.linear // 128)
     units = th.cta.state.setdefault("wgmma", {})
-    return units.setdefault(key, {"open": [], "groups": [], "last": None})
+    return units.setdefault(key, {"open": [], "groups": [], "last": None, "fenced": False})
 
 
 def _check_threads(op, lanes):
@@ -159,6 +159,13 @@ def _mma(machine, op, lanes, threads, register_a=False):
         acc_first = 3
     b_addr = decode_operand_addresses(desc_b, n, k, dtype.itemsize, bool(tb))
     c = _accumulator_input(machine, op, lanes, acc_first, n) if int(scale_d) else None
+    if not unit["fenced"] and type(first[acc_first]) is not PendingValue:
+        # PTX ISA 9.7.15.6.1 (wgmma.fence): required before the first wgmma.mma_async and whenever the
+        # warpgroup's registers (accumulators, A fragments) were written by other instructions
+        machine.hazard("wgmma without wgmma.fence",
+                       "a wgmma.mma_async reads accumulator registers written by other instructions with no "
+                       "wgmma.fence in between", [("the wgmma.mma_async", op.loc)])
+    unit["fenced"] = True
 
     token = AsyncOp("WGMMA", op, cta, None, after=unit["last"])
     reads = [_Read("WGMMA", op, int(x.min()), int(x.max()) + dtype.itemsize) for x in (a_addr, b_addr)
@@ -189,6 +196,7 @@ def _mma_rs(machine, op, lanes, threads):
 
 def _fence(machine, op, lanes, threads):
     _check_threads(op, lanes)
+    _unit(machine, threads)["fenced"] = True
     return {i: tuple(v) for i, v in lanes.items()}
 
 
@@ -205,6 +213,7 @@ def _wait(machine, op, lanes, threads):
     _check_threads(op, lanes)
     unit = _unit(machine, threads)
     cta = threads[0].cta
+    unit["fenced"] = False      # the delivered accumulators become ordinary registers again
     while len(unit["groups"]) > op.attrs["n"]:
         for token in unit["groups"].pop(0):
             machine.complete(token)
