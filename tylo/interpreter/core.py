@@ -240,11 +240,12 @@ class Thread:
             return
         if self.m.pending_values and any(type(x) is PendingValue for x in ins):
             x = next(x for x in ins if type(x) is PendingValue)
-            # PTX ISA 9.7.15.7 (wgmma.wait_group): accessing the accumulator registers before the
-            # wait that covers the wgmma.mma_async is undefined behaviour.
-            raise HazardError("accumulator read before its wait",
-                              f"{name} reads an accumulator register of a WGMMA that no wait_group has completed",
-                              [("the WGMMA", x.token.op.loc), ("the read", op.loc)])
+            # PTX ISA 9.7.15.7 (wgmma.wait_group), 9.7.16.8.5 (tcgen05.wait::ld): the destination registers of
+            # an asynchronous wgmma.mma_async / tcgen05.ld must not be accessed before the wait that covers it
+            what = "accumulator" if x.token.kind == "WGMMA" else "register"
+            raise HazardError(f"{what} read before its wait",
+                              f"{name} reads a destination register of a {x.token.kind} that no wait has completed",
+                              [(f"the {x.token.kind}", x.token.op.loc), ("the read", op.loc)])
         self.m.current_op = op
         if name == "mem.vload":
             base = ins[0]

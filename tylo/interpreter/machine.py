@@ -382,6 +382,11 @@ def run(kernel: Kernel, args, grid=(1, 1, 1), block=(1, 1, 1), cluster=(1, 1, 1)
             address = (1 << 48) + 256 * len(m.blobs)
             m.blobs[address] = a
             params.append(Blob(a, address))
+        elif hasattr(a, "plan") and hasattr(a, "array"):
+            # a TMA binding passed for an integer parameter: the kernel takes the tensor map's generic address
+            address = (1 << 48) + 256 * len(m.blobs)
+            m.blobs[address] = a
+            params.append(to_type(address, t))
         else:
             params.append(to_type(a, t))
     for ids in _cluster_ids(grid, cluster):

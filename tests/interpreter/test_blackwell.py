@@ -1,0 +1,69 @@
+"""Blackwell (TMEM, tcgen05) in the interpreter: the attention tile example against float64, and the
+TMEM hazards."""
+import pathlib
+import sys
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tylo
+from tylo.interpreter import HazardError, run
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
+if str(EXAMPLES) not in sys.path:
+    sys.path.insert(0, str(EXAMPLES))
+
+import blackwell_attention_tile as at  # noqa: E402
+
+
+def _attention_reference(q, k, v, scale):
+    s = q.astype(np.float64) @ k.astype(np.float64).T * scale
+    p = np.exp(s - s.max(1, keepdims=True))
+    p /= p.sum(1, keepdims=True)
+    # the kernel rounds P to bf16 before the second MMA (the tensor cores read bf16)
+    return p.astype(ml_dtypes.bfloat16).astype(np.float64) @ v.astype(np.float64)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_attention_tile_matches_float64(seed):
+    ir = at.attention_tile.lower(signature="*f32:16, u64, u64, u64, f32", arch="sm_100a", block=(at.THREADS,))
+    rng = np.random.default_rng(seed)
+    q, k, v = (rng.standard_normal((128, 64)).astype(ml_dtypes.bfloat16) for _ in range(3))
+    o = np.full((128, 64), np.nan, np.float32)
+    run(ir, [o, tylo.prepare_tma(at.Q_PLAN, q), tylo.prepare_tma(at.KV_PLAN, k), tylo.prepare_tma(at.KV_PLAN, v),
+             0.125], block=(at.THREADS,), seed=seed)
+    ref = _attention_reference(q, k, v, 0.125)
+    # fp32 accumulation and the fp32 softmax against float64: 1e-5 relative is ample (measured 5e-8)
+    assert np.linalg.norm(o - ref) / np.linalg.norm(ref) < 1e-5
+
+
+@pytest.mark.parametrize("mutation, message", [
+    ("nv.tcgen05.dealloc", "TMEM not deallocated"),
+    ("nv.tcgen05.wait_ld", "register read before its wait"),
+    ("nv.mbarrier.wait", "TMA load"),   # the first wait (TMA loads): the MMA reads shared memory being written
+])
+def test_attention_tile_mutants_are_reported(mutation, message):
+    ir = at.attention_tile.lower(signature="*f32:16, u64, u64, u64, f32", arch="sm_100a", block=(at.THREADS,))
+    for block in _blocks(ir.body):
+        for i, op in enumerate(block.ops):
+            if op.name == mutation:
+                del block.ops[i]
+                fwd = {id(r): v for r, v in zip(op.results, op.operands)}
+                for o in ir.body.walk():
+                    o.operands = [fwd.get(id(v), v) for v in o.operands]
+                break
+        else:
+            continue
+        break
+    q = np.ones((128, 64), ml_dtypes.bfloat16)
+    with pytest.raises(HazardError, match=message):
+        run(ir, [np.zeros((128, 64), np.float32), tylo.prepare_tma(at.Q_PLAN, q), tylo.prepare_tma(at.KV_PLAN, q),
+                 tylo.prepare_tma(at.KV_PLAN, q), 0.125], block=(at.THREADS,))
+
+
+def _blocks(block):
+    yield block
+    for op in block.ops:
+        for b in op.blocks:
+            yield from _blocks(b)
