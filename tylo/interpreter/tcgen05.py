@@ -139,14 +139,15 @@ def _mma(th, op, ins, t):
     tm.mma[aop.id] = aop
     tm.writer[d_col:d_col + N] = aop.id       # in flight from the issue on
     cta.state["tcgen05_last"] = aop
-    cta.state.setdefault("tcgen05_uncommitted", []).append(aop)
+    cta.state.setdefault("tcgen05_issued", []).append(aop)
     m.issue(aop)
 
 
 def _commit(th, op, ins, t, mask=None):
     cta = th.cta
     m = th.m
-    covered = cta.state.pop("tcgen05_uncommitted", [])
+    # PTX ISA 9.7.16.10: the commit tracks the completion of *all* prior async tcgen05 operations of the thread
+    covered = list(cta.state.get("tcgen05_issued", []))
     targets = [cta] if mask is None else [c for c in m.ctas if int(mask) >> c.rank & 1]
     ptr = ins[0]
     bars = [barrier_at(th, Pointer(c.smem, ptr.offset, ptr.elem), op) for c in targets]
@@ -156,7 +157,9 @@ def _commit(th, op, ins, t, mask=None):
     def effect():
         for a in covered:
             for r in a.reads:
-                a.cta.shadow.retire_read(r)
+                if not r.retired:
+                    r.retired = True
+                    a.cta.shadow.retire_read(r)
         for bar in bars:
             bar.seen |= seen | {a.id for a in covered}
             np.maximum(bar.clock, clock, out=bar.clock)
