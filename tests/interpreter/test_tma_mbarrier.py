@@ -178,3 +178,32 @@ def test_setmaxnreg_is_checked():
     Builder(k.body).create("nv.setmaxnreg", [], [], {"action": "inc", "count": 230})
     with pytest.raises(InterpreterError, match="multiple of 8"):
         run(k, [], block=(128,))
+
+
+@tylo.jit(interpret=True)
+def multicast(raw, src_map, P: tylo.constexpr):
+    n = P.shape[0] * P.shape[1]
+    smem = tylo.shared_array(P.dtype, (n,), align=1024)
+    bar = tylo.shared_array(tylo.u64, (1,), align=8)
+    tid = tylo.thread_idx.x
+    rank = mb.cluster_ctarank()
+    if tid == 0:
+        mb.mbarrier_init(bar.ptr, 1)
+        mb.fence_mbarrier_init()
+        mb.mbarrier_arrive_expect_tx(bar.ptr, tma.transfer_bytes(P))   # each CTA expects the bytes
+    mb.cluster_sync()                       # every CTA's barrier is ready before the multicast
+    if rank == 0 and tid == 0:
+        tma.tma_load_tile(P, src_map, tma.shared_tile(P, smem.ptr), (8, 64), bar.ptr, multicast=3)
+    mb.mbarrier_wait(bar.ptr, 0)
+    for i in range(tid, n, 32):
+        raw[tylo.block_idx.x * n + i] = smem.ptr[i]
+    mb.cluster_sync()
+
+
+def test_multicast_load_lands_in_every_cta_of_the_cluster():
+    src = np.arange(50 * 200, dtype=np.float32).reshape(50, 200).astype(ml_dtypes.bfloat16)
+    raw = np.zeros(4 * ELEMS, ml_dtypes.bfloat16)
+    multicast.launch(raw, tylo.prepare_tma(PLAN, src), PLAN, grid=4, block=32, cluster=2)
+    want = _swizzled(PLAN, src[8:24, 64:128])
+    for cta in range(4):
+        assert np.array_equal(raw[cta * ELEMS:(cta + 1) * ELEMS], want), cta
