@@ -207,3 +207,30 @@ def test_multicast_load_lands_in_every_cta_of_the_cluster():
     want = _swizzled(PLAN, src[8:24, 64:128])
     for cta in range(4):
         assert np.array_equal(raw[cta * ELEMS:(cta + 1) * ELEMS], want), cta
+
+
+@tylo.jit(interpret=True)
+def batched(raw, src_map, r0, c0, b0, P: tylo.constexpr):
+    n = P.shape[0] * P.shape[1]
+    smem = tylo.shared_array(P.dtype, (n,), align=1024)
+    bar = tylo.shared_array(tylo.u64, (1,), align=8)
+    tid = tylo.thread_idx.x
+    if tid == 0:
+        mb.mbarrier_init(bar.ptr, 1)
+        mb.fence_mbarrier_init()
+        mb.mbarrier_arrive_expect_tx(bar.ptr, tma.transfer_bytes(P))
+        tma.tma_load(tma.shared_tile(src_map, smem.ptr), src_map, (r0, c0, b0), bar.ptr)
+    mb.mbarrier_wait(bar.ptr, 0)
+    for i in range(tid, n, 32):
+        raw[i] = smem.ptr[i]
+
+
+def test_3d_box_loads_one_matrix_of_the_batch_and_zero_fills_past_the_batch():
+    src = np.arange(3 * 20 * 64, dtype=np.float32).reshape(3, 20, 64).astype(ml_dtypes.bfloat16)
+    raw = np.zeros(ELEMS, ml_dtypes.bfloat16)
+    batched[1, 32](raw, tylo.prepare_tma(PLAN, src), 10, 0, 2, PLAN)
+    box = np.zeros(PLAN.shape, ml_dtypes.bfloat16)
+    box[:10] = src[2, 10:20]
+    assert np.array_equal(raw, _swizzled(PLAN, box))
+    batched[1, 32](raw, tylo.prepare_tma(PLAN, src), 0, 0, 3, PLAN)     # past the batch: all zero
+    assert not raw.astype(np.float32).any()
