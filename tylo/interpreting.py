@@ -56,7 +56,6 @@ def interpret_launch(fn, grid, block, cluster, args, kwargs) -> None:
     from .frontend import generate_kernel
     from .interpreter import run
     from .ir import run_passes
-    from .jit import describe_spec
 
     full = fn._bind(args, kwargs)
     spec, values = [], []
@@ -72,7 +71,8 @@ def interpret_launch(fn, grid, block, cluster, args, kwargs) -> None:
     kernel = cache.get(key)
     if kernel is None:
         arch = fn.options.get("arch") or "sm_90a"
-        _, params = describe_spec(fn.params, spec)
+        params = [(p.name, ("constexpr", s.value) if isinstance(s, ConstexprSpec) else s.binding())
+                  for p, s in zip(fn.params, spec)]
         kernel = cache[key] = run_passes(generate_kernel(fn.fn, fn.fn.__name__, params, arch, tuple(block)))
     seed = int(os.environ.get("TYLO_INTERPRET_SEED", "0"))
     hazards = os.environ.get("TYLO_INTERPRET_HAZARDS", "1") != "0"

@@ -682,6 +682,3 @@ def jit(fn=None, **options):
     if fn is None:
         return lambda f: JITFunction(f, options=options)
     return JITFunction(fn, options=options)
-
-
-describe_spec = _describe_spec  # the signature text and frontend bindings of a specialisation
