@@ -133,3 +133,45 @@ def test_blackwell_gemm_mutants_are_reported(mutant):
         except HazardError:
             return
     pytest.fail(f"mutant {mutant} ran without a hazard report")
+
+
+from tylo.lang import tcgen05 as tc  # noqa: E402
+from tylo.lang.tmem import TmemTransfer, partition  # noqa: E402
+from tylo.layouts import Layout, window  # noqa: E402
+
+
+@tylo.jit(interpret=True, arch="sm_100a")
+def tmem_roundtrip(out, x, FREE_FIRST: tylo.constexpr):
+    slot = tylo.shared_array(tylo.u32, 1)
+    w = tylo.warp_id()
+    if w == 0:
+        tc.tmem_alloc(256, slot)        # O_TILE is at columns 128..191
+    tc.fence_before_thread_sync()
+    tylo.sync_threads()
+    tc.fence_after_thread_sync()
+    base = slot[0]
+    access = partition(TmemTransfer((32, 64), axis=1), window(at.O_TILE, (32 * w, 0), (32, 64)))
+    g = tylo.GlobalTile(x, Layout((128, 64), (64, 1)))
+    tc.store_async(access, tylo.load(window(g, (32 * w, 0), (32, 64)), access.ownership), base)
+    tc.wait_stores()
+    tc.fence_before_thread_sync()
+    tylo.sync_threads()
+    if FREE_FIRST:
+        if w == 0:
+            tc.tmem_dealloc(base, 256)
+        tylo.sync_threads()
+    v = tc.wait_load(tc.load_async(access, base))
+    tylo.store(window(tylo.GlobalTile(out, Layout((128, 64), (64, 1))), (32 * w, 0), (32, 64)), v)
+    tc.fence_before_thread_sync()
+    tylo.sync_threads()
+    if w == 0 and not FREE_FIRST:
+        tc.tmem_dealloc(base, 256)
+
+
+def test_tmem_store_then_load_round_trips_and_use_after_dealloc_is_reported():
+    x = np.random.default_rng(0).standard_normal((128, 64)).astype(np.float32)
+    out = np.zeros_like(x)
+    tmem_roundtrip[1, 128](out, x, False)
+    assert np.array_equal(out, x)
+    with pytest.raises(HazardError, match="TMEM not allocated"):
+        tmem_roundtrip[1, 128](out, x, True)
