@@ -234,3 +234,29 @@ def test_3d_box_loads_one_matrix_of_the_batch_and_zero_fills_past_the_batch():
     assert np.array_equal(raw, _swizzled(PLAN, box))
     batched[1, 32](raw, tylo.prepare_tma(PLAN, src), 0, 0, 3, PLAN)     # past the batch: all zero
     assert not raw.astype(np.float32).any()
+
+
+@tylo.jit(interpret=True)
+def spin(out, ARRIVE: tylo.constexpr):
+    bar = tylo.shared_array(tylo.u64, (1,), align=8)
+    tid = tylo.thread_idx.x
+    if tid == 0:
+        mb.mbarrier_init(bar.ptr, 1)
+    tylo.sync_threads()
+    if tid == 32 and ARRIVE:
+        out[0] = 7
+        mb.mbarrier_arrive(bar.ptr)
+    if tid == 0:
+        while not mb.mbarrier_try_wait(bar.ptr, 0):
+            pass
+        out[1] = out[0] + 1
+
+
+def test_a_try_wait_spin_loop_lets_the_other_warps_run_and_a_hung_one_is_reported(monkeypatch):
+    out = np.zeros(2, np.int32)
+    spin[1, 64](out, True)
+    assert list(out) == [7, 8]
+    import tylo.interpreter.mbarrier as imb
+    monkeypatch.setattr(imb, "SPIN_LIMIT", 200)
+    with pytest.raises(HazardError, match="spun on mbarrier.try_wait"):
+        spin[1, 64](out, False)

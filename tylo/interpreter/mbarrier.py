@@ -155,8 +155,21 @@ def _expect_tx(th, op, ins, t):
     barrier_at(th, ins[0], op).expect_tx(int(ins[1]))
 
 
+SPIN_LIMIT = 100_000   # try_wait failures in a row before a spinning thread counts as hung
+
+
 def _try_wait(th, op, ins, t):
-    return barrier_at(th, ins[0], op).test(th, int(ins[1]), op, False)
+    bar = barrier_at(th, ins[0], op)
+    if bar.test(th, int(ins[1]), op, False):
+        th.spins = 0
+        return True
+    # false: the thread yields to the scheduler (the hardware's bounded wait), so that a spin loop lets
+    # the other threads and the asynchronous units progress
+    th.spins = getattr(th, "spins", 0) + 1
+    if th.spins > SPIN_LIMIT:
+        th.m.hazard("deadlock", f"a thread has spun on mbarrier.try_wait {SPIN_LIMIT} times without the phase "
+                    f"completing", [("the try_wait", op.loc), ("the barrier's init", bar.init_op.loc)])
+    return Suspend(("wait", lambda: False, op))
 
 
 def _wait(th, op, ins, t):
