@@ -2,8 +2,9 @@
 weakened in turn (in its IR), and each unsafe mutant must be reported as a hazard.
 
 The GEMM runs two 128 x 256 tiles with K = 192 (3 K steps each) through a 2-stage ring with 2 staging
-buffers per consumer in one persistent CTA, so every stage and staging buffer is reused, also across tiles. A mutant counts as caught when
-one of three scheduler seeds reports it; the original must pass on every seed.
+buffers per consumer in one persistent CTA, so every stage and staging buffer is reused, also across
+tiles. A mutant counts as caught when one of three scheduler seeds reports it; the original must pass
+on every seed.
 
 Mutants judged safe (and therefore not required to be reported):
 * removing ``fence.mbarrier_init`` alone, or the ``fence.proxy.async.shared::cta`` after the
@@ -21,7 +22,6 @@ the whole set is marked ``slow`` (``.ci/run`` runs it).
 """
 import copy
 
-import numpy as np
 import pytest
 
 from tylo.interpreter import HazardError, run

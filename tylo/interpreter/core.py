@@ -1,13 +1,9 @@
-"""A reference interpreter of the scalar IR: the semantics of each op, on the CPU.
-
-It runs a kernel's IR (``JITFunction.lower``) over a grid with numpy arrays
-as global memory, one Python generator per thread. Threads run until they
-reach a collective: ``sync_threads`` waits for the whole block, a warp
-shuffle for the active lanes of its warp (the scheduler then exchanges the
-values), so kernels that communicate through shared memory and shuffles run
-as they would on the GPU. Integer ops wrap at their width and divide like C;
-float ops round as IEEE binary32/64 (numpy); the special functions are exact
-(numpy), not the GPU's approximations, so compare them with a tolerance.
+"""The interpreter's core: a thread (``Thread``, a generator per thread over the IR) and the semantics of
+the scalar IR: integer ops wrap at their width and divide like C; float ops round as IEEE binary32/64
+(numpy); the special functions are exact (numpy), not the GPU's approximations, so compare them with a
+tolerance. A thread yields a request when it reaches a collective or must wait (``Suspend``); the
+machine that serves the requests (CTAs, clusters, the scheduler, asynchronous units) is
+``machine.py``, the hazard checker ``hazards.py``.
 
 It checks the frontend and the IR passes without a GPU; it says nothing about
 codegen (tests on a GPU do).
@@ -21,14 +17,15 @@ from fractions import Fraction
 import numpy as np
 
 from ..ir import types as T
-from ..ir.core import Block, Kernel, Op
-from ..ir.types import PointerType, ScalarType
+from ..ir.core import Block, Op
+from ..ir.types import ScalarType
 from ..ir.scalars import c_div as _cdiv, convert as _convert_value, round_float, wrap_int as _wrap
 from .errors import HazardError, InterpreterError
 from .registry import NOT_MODELLED, THREAD_SEMANTICS, WARP_SEMANTICS, WARPGROUP_SEMANTICS
 
-__all__ = ["run", "InterpreterError", "HazardError", "Pointer", "WARP_OPS", "HANDLERS", "load_bits", "store_bits",
-           "numpy_dtype", "STRUCTURAL_OPS", "has_semantics", "Suspend", "Thread", "to_type", "element_view", "PendingValue", "SharedBytes", "Blob"]
+__all__ = ["InterpreterError", "HazardError", "Pointer", "WARP_OPS", "HANDLERS", "load_bits", "store_bits",
+           "numpy_dtype", "STRUCTURAL_OPS", "has_semantics", "Suspend", "Thread", "to_type", "element_view",
+           "PendingValue", "SharedBytes", "Blob"]
 
 
 @dataclass(frozen=True)
