@@ -158,6 +158,8 @@ class JITFunction:
         self.__qualname__ = fn.__qualname__
         self.__doc__ = fn.__doc__
         self.options = dict(options or {})
+        # TYLO_INTERPRET=1 or jit(interpret=True): launches run in the CPU interpreter (tylo/interpreting.py)
+        self._interpret = bool(self.options.pop("interpret", False)) or os.environ.get("TYLO_INTERPRET") == "1"
         sig = inspect.signature(fn)
         self.params: list[_ParamSpec] = []
         for p in sig.parameters.values():
@@ -210,6 +212,9 @@ class JITFunction:
     def _launch(self, grid, block, cluster, stream, args, kwargs):
         # The fast path: classify each argument with the function cached for its type, look the
         # specialisation up, fill the prepared argument buffer. Keep it free of per-call setup.
+        if self._interpret:
+            from .interpreting import interpret_launch
+            return interpret_launch(self, grid, block, cluster, args, kwargs)
         full = args if not kwargs and len(args) == self._nparams else self._bind(args, kwargs)
         key = [block]
         values = []

@@ -1,9 +1,19 @@
-"""Semantics of ``nv.shared_address`` (not modelled yet: see the reason below)."""
+"""Semantics of ``nv.shared_address``: a shared pointer's byte address in its CTA's shared memory
+(the interpreter lays the CTA's shared arrays out in one byte array, ``machine.CTA``)."""
 from __future__ import annotations
 
-from .registry import not_modelled
+from .core import SharedBytes
+from .errors import InterpreterError
+from .registry import THREAD_SEMANTICS
 
 __all__ = []
 
-not_modelled("interpreter pointers are (buffer, offset) pairs; a shared-window address needs a model of the "
-             "CTA's shared memory as one address space", "nv.shared_address", module=__name__)
+
+def _shared_address(th, op, ins, t):
+    p = ins[0]
+    if not isinstance(p.buffer, SharedBytes):
+        raise InterpreterError(f"{op.loc}: nv.shared_address of a pointer that is not into shared memory")
+    return p.offset * p.elem.itemsize
+
+
+THREAD_SEMANTICS.add("nv.shared_address", _shared_address)

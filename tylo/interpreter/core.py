@@ -1,13 +1,9 @@
-"""A reference interpreter of the scalar IR: the semantics of each op, on the CPU.
-
-It runs a kernel's IR (``JITFunction.lower``) over a grid with numpy arrays
-as global memory, one Python generator per thread. Threads run until they
-reach a collective: ``sync_threads`` waits for the whole block, a warp
-shuffle for the active lanes of its warp (the scheduler then exchanges the
-values), so kernels that communicate through shared memory and shuffles run
-as they would on the GPU. Integer ops wrap at their width and divide like C;
-float ops round as IEEE binary32/64 (numpy); the special functions are exact
-(numpy), not the GPU's approximations, so compare them with a tolerance.
+"""The interpreter's core: a thread (``Thread``, a generator per thread over the IR) and the semantics of
+the scalar IR: integer ops wrap at their width and divide like C; float ops round as IEEE binary32/64
+(numpy); the special functions are exact (numpy), not the GPU's approximations, so compare them with a
+tolerance. A thread yields a request when it reaches a collective or must wait (``Suspend``); the
+machine that serves the requests (CTAs, clusters, the scheduler, asynchronous units) is
+``machine.py``, the hazard checker ``hazards.py``.
 
 It checks the frontend and the IR passes without a GPU; it says nothing about
 codegen (tests on a GPU do).
@@ -21,17 +17,15 @@ from fractions import Fraction
 import numpy as np
 
 from ..ir import types as T
-from ..ir.core import Block, Kernel, Op
-from ..ir.types import PointerType, ScalarType
+from ..ir.core import Block, Op
+from ..ir.types import ScalarType
 from ..ir.scalars import c_div as _cdiv, convert as _convert_value, round_float, wrap_int as _wrap
-from .registry import NOT_MODELLED, THREAD_SEMANTICS, WARP_SEMANTICS, not_modelled
+from .errors import HazardError, InterpreterError
+from .registry import NOT_MODELLED, THREAD_SEMANTICS, WARP_SEMANTICS, WARPGROUP_SEMANTICS
 
-__all__ = ["run", "InterpreterError", "Pointer", "WARP_OPS", "HANDLERS", "load_bits", "store_bits", "numpy_dtype",
-           "STRUCTURAL_OPS", "has_semantics"]
-
-
-class InterpreterError(RuntimeError):
-    pass
+__all__ = ["InterpreterError", "HazardError", "Pointer", "WARP_OPS", "HANDLERS", "load_bits", "store_bits",
+           "numpy_dtype", "STRUCTURAL_OPS", "has_semantics", "Suspend", "Thread", "to_type", "element_view",
+           "PendingValue", "SharedBytes", "Blob"]
 
 
 @dataclass(frozen=True)
@@ -56,9 +50,49 @@ def _np_dtype(t: ScalarType):
     }[t.name]
 
 
+class SharedBytes(np.ndarray):
+    """A CTA's shared memory: one byte array, so that shared pointers have addresses (byte offsets).
+    ``cta`` is the CTA whose memory it is (the hazard checker watches its accesses)."""
+
+    def __array_finalize__(self, obj):
+        self.cta = getattr(obj, "cta", None)
+
+
+class Blob:
+    """A by-value kernel parameter (a TMA binding): the host object and its generic address."""
+
+    __slots__ = ("obj", "address")
+
+    def __init__(self, obj, address):
+        self.obj, self.address = obj, address
+
+
+class Suspend:
+    """What a thread handler returns when the thread must wait for the scheduler: ``request`` is
+    ``("wait", ready, op)`` (resume when ``ready()`` returns a value other than None, which becomes
+    the op's result), ``("named", id, count, op)`` (bar.sync) or ``("cluster", op)``."""
+
+    __slots__ = ("request",)
+
+    def __init__(self, request):
+        self.request = request
+
+
+class PendingValue:
+    """A register an asynchronous unit has not delivered yet (a WGMMA accumulator before its
+    ``wait_group``): using it in any op but the unit's own is a hazard."""
+
+    __slots__ = ("token", "thread", "index")
+
+    def __init__(self, token, thread, index):
+        self.token, self.thread, self.index = token, thread, index
+
+
 def _view(ptr: Pointer) -> np.ndarray:
     flat = ptr.buffer.reshape(-1)
     want = np.dtype(_np_dtype(ptr.elem))
+    if isinstance(flat, SharedBytes):
+        return flat.view(np.ndarray).view(want)
     if flat.dtype.itemsize != want.itemsize:
         raise InterpreterError(f"a *{ptr.elem} pointer into a {flat.dtype} buffer")
     return flat.view(want)
@@ -118,13 +152,26 @@ _MATH = {"exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "sqrt":
          "ceil": np.ceil, "tanh": np.tanh}
 
 
-class _Thread:
-    def __init__(self, machine, tid, ctaid):
+class Thread:
+    """One thread: its registers (``env``), its CTA, and what the hazard checker knows it has
+    synchronised with (``seen``: the asynchronous writes it has observed through a barrier,
+    ``clock``: a vector clock over the cluster's threads, ``fenced``: the clock of its last proxy fence)."""
+
+    def __init__(self, machine, tid, ctaid, cta=None, index=0):
         self.m = machine
         self.tid = tid          # (x, y, z)
         self.ctaid = ctaid
+        self.cta = cta
+        self.index = index      # position among the cluster's threads (vector-clock slot)
         self.env: dict[int, object] = {}
         self.linear = tid[0] + machine.block[0] * (tid[1] + machine.block[1] * tid[2])
+        self.seen: set = set()
+        self.clock = None
+        self.fenced = -1              # epoch of the last fence.proxy.async
+        self.init_fenced = -1         # epoch of the last fence ordering mbarrier.init for the async proxy
+        self.bulk_groups: list = []   # committed TMA store groups, oldest first
+        self.bulk_open: list = []     # TMA stores issued since the last commit
+        self.observed: dict = {}      # id(mbarrier) -> the last phase this thread's wait observed
 
     def get(self, v):
         try:
@@ -176,13 +223,27 @@ class _Thread:
                 self.set(r, x)
             return
         if name == "nv.barrier":
-            yield ("barrier",)
+            yield ("barrier", op)
             return
         if name in WARP_OPS:  # a warp collective: the scheduler runs it when every live lane arrives
             results = yield ("warp", op, ins)
             for r, x in zip(op.results, results):
                 self.set(r, x)
             return
+        if name in WARPGROUP_SEMANTICS:  # a warpgroup collective: every live thread of the 4 warps
+            results = yield ("wg", op, ins)
+            for r, x in zip(op.results, results):
+                self.set(r, x)
+            return
+        if self.m.pending_values and any(type(x) is PendingValue for x in ins):
+            x = next(x for x in ins if type(x) is PendingValue)
+            # PTX ISA 9.7.15.7 (wgmma.wait_group), 9.7.16.8.5 (tcgen05.wait::ld): the destination registers of
+            # an asynchronous wgmma.mma_async / tcgen05.ld must not be accessed before the wait that covers it
+            what = "accumulator" if x.token.kind == "WGMMA" else "register"
+            raise HazardError(f"{what} read before its wait",
+                              f"{name} reads a destination register of a {x.token.kind} that no wait has completed",
+                              [(f"the {x.token.kind}", x.token.op.loc), ("the read", op.loc)])
+        self.m.current_op = op
         if name == "mem.vload":
             base = ins[0]
             for i, r in enumerate(op.results):
@@ -207,8 +268,14 @@ class _Thread:
                 raise InterpreterError(f"the interpreter does not model {name} yet: {NOT_MODELLED[name]}")
             raise InterpreterError(f"the interpreter has no semantics for {name}")
         value = handler(self, op, ins, t)
+        if type(value) is Suspend:
+            value = yield value.request
         if op.results:
-            self.set(op.results[0], value)
+            if len(op.results) == 1:
+                self.set(op.results[0], value)
+            else:
+                for r, x in zip(op.results, value):
+                    self.set(r, x)
 
 
 def _arith(fn_int, fn_float=None):
@@ -258,6 +325,10 @@ def _sreg(th, op, ins, t):
     reg = op.attrs["reg"]
     if reg == "laneid":
         return th.linear % 32
+    if reg == "cluster.ctarank":
+        return th.cta.rank
+    if reg == "cluster.nctarank":
+        return len(th.m.ctas)
     kind, axis = reg.split(".")
     i = "xyz".index(axis)
     return {"tid": th.tid, "ctaid": th.ctaid, "ntid": th.m.block, "nctaid": th.m.grid}[kind][i]
@@ -283,7 +354,16 @@ def _pack2(th, op, ins, t):
     return lo | (hi << 16)
 
 
+def _ptr_to_int(th, op, ins, t):
+    """A generic address: a blob parameter's (a TMA binding), or a buffer's synthetic base plus the offset."""
+    x = ins[0]
+    if isinstance(x, Blob):
+        return x.address
+    return _wrap(th.m.address_of(x.buffer) + x.offset * x.elem.itemsize, t)
+
+
 _HANDLERS = {
+    "ptr.to_int": _ptr_to_int,
     "arith.constant": lambda th, op, ins, t: _to_type(op.attrs["value"], t),
     "arith.add": _arith(lambda a, b, t: a + b),
     "arith.sub": _arith(lambda a, b, t: a - b),
@@ -311,7 +391,7 @@ _HANDLERS = {
                                                t.elem),
     "mem.load": lambda th, op, ins, t: th.m.load(ins[0]),
     "mem.store": lambda th, op, ins, t: th.m.store(ins[0], ins[1]),
-    "mem.shared_alloc": lambda th, op, ins, t: Pointer(th.m.shared[op.attrs["symbol"]], 0, t.elem),
+    "mem.shared_alloc": lambda th, op, ins, t: th.cta.symbol_pointer(op.attrs["symbol"], t.elem),
     "nv.sreg": _sreg,
     "nv.atomic": _atomic,
     "nv.assume": lambda th, op, ins, t: None,
@@ -323,78 +403,6 @@ _HANDLERS = {
 def _bitcast(x, s: ScalarType, d: ScalarType):
     arr = np.array([x], dtype=_np_dtype(s)).view(_np_dtype(d))
     return _to_type(arr[0], d) if not d.is_float else arr[0]
-
-
-class _Machine:
-    def __init__(self, kernel: Kernel, grid, block):
-        self.kernel = kernel
-        self.grid = grid
-        self.block = block
-        self.shared = {}
-
-    def load(self, ptr: Pointer):
-        view = _view(ptr)
-        if not 0 <= ptr.offset < view.size:
-            raise InterpreterError(f"out-of-bounds load at element {ptr.offset} of a buffer of {view.size}")
-        x = view[ptr.offset]
-        return _to_type(x, ptr.elem) if not ptr.elem.is_float and not ptr.elem.is_fp8 else x
-
-    def store(self, ptr: Pointer, value):
-        view = _view(ptr)
-        if not 0 <= ptr.offset < view.size:
-            raise InterpreterError(f"out-of-bounds store at element {ptr.offset} of a buffer of {view.size}")
-        view[ptr.offset] = value
-
-    def run_block(self, ctaid, params):
-        self.shared = {sym: np.zeros(count, _np_dtype(dtype)) for sym, dtype, count, _ in self.kernel.attrs["shared"]}
-        bx, by, bz = self.block
-        threads = [_Thread(self, (x, y, z), ctaid) for z in range(bz) for y in range(by) for x in range(bx)]
-        gens = []
-        for th in threads:
-            for p, v in zip(self.kernel.params, params):
-                th.set(p.value, v)
-            gens.append(th.block(self.kernel.body))
-        # Each thread runs until it finishes or makes a request (a barrier or a shuffle); then the
-        # requests are served: shuffles of warps whose live lanes all wait on one, else a barrier
-        # that every live thread waits at.
-        n = len(threads)
-        request = [None] * n      # the pending request, None while runnable
-        reply = [None] * n        # what the thread receives when it resumes
-        started = [False] * n
-        done = [False] * n
-        while True:
-            for i, g in enumerate(gens):
-                if done[i] or request[i] is not None:
-                    continue
-                try:
-                    request[i] = g.send(reply[i]) if started[i] else next(g)
-                    started[i] = True
-                except StopIteration:
-                    done[i] = True
-            live = [i for i in range(n) if not done[i]]
-            if not live:
-                return
-            served = False
-            for w in range(0, n, 32):
-                lanes = [i for i in range(w, min(w + 32, n)) if not done[i]]
-                if lanes and all(request[i][0] == "warp" for i in lanes):
-                    ops = {request[i][1].name for i in lanes}
-                    if len(ops) != 1:
-                        raise InterpreterError(f"deadlock: the lanes of warp {w // 32} wait at different "
-                                               f"collectives ({', '.join(sorted(ops))})")
-                    op = request[lanes[0]][1]
-                    replies = WARP_OPS[op.name](self, op, {i - w: request[i][2] for i in lanes})
-                    for i in lanes:
-                        reply[i], request[i] = replies[i - w], None
-                    served = True
-            if served:
-                continue
-            if all(request[i][0] == "barrier" for i in live):
-                for i in live:
-                    request[i], reply[i] = None, None
-                continue
-            raise InterpreterError("deadlock: threads wait at different collectives (a barrier or a shuffle "
-                                   "under divergent control flow)")
 
 
 def _shfl(machine, op, lanes):
@@ -418,22 +426,22 @@ for _name, _fn in _HANDLERS.items():
     HANDLERS.add(_name, _fn)
 numpy_dtype = _np_dtype  # the numpy dtype of an IR scalar type, for the feature modules
 
-# Ops ``_Thread.op`` executes itself (control flow, the CTA barrier, vector memory, unpack2, math.*)
+# Ops ``Thread.op`` executes itself (control flow, the CTA barrier, vector memory, unpack2, math.*)
 STRUCTURAL_OPS = frozenset({"scf.if", "scf.for", "scf.while", "scf.yield", "scf.condition", "nv.barrier",
                             "mem.vload", "mem.vstore", "nv.unpack2"} | {f"math.{fn}" for fn in _MATH})
-not_modelled("the interpreter's pointers are (buffer, offset) pairs with no numeric address", "ptr.to_int",
-             module=__name__)
 
 
 def has_semantics(op_name: str) -> bool:
     """Whether the interpreter executes IR op ``op_name``."""
-    return op_name in STRUCTURAL_OPS or op_name in HANDLERS or op_name in WARP_OPS
+    return op_name in STRUCTURAL_OPS or op_name in HANDLERS or op_name in WARP_OPS or op_name in WARPGROUP_SEMANTICS
 
 
 def load_bits(ptr: Pointer, nbytes: int) -> bytes:
     """Raw bytes at ``ptr`` (for copies and matrix loads)."""
     raw = ptr.buffer.reshape(-1).view(np.uint8)
     start = ptr.offset * ptr.elem.itemsize
+    if isinstance(ptr.buffer, SharedBytes) and ptr.buffer.cta is not None:
+        ptr.buffer.cta.thread_access(start, nbytes, False)
     if not 0 <= start and start + nbytes <= raw.size:
         raise InterpreterError(f"out-of-bounds access of {nbytes} bytes at byte {start} of a {raw.size}-byte buffer")
     return raw[start:start + nbytes].tobytes()
@@ -442,26 +450,11 @@ def load_bits(ptr: Pointer, nbytes: int) -> bytes:
 def store_bits(ptr: Pointer, data: bytes) -> None:
     raw = ptr.buffer.reshape(-1).view(np.uint8)
     start = ptr.offset * ptr.elem.itemsize
+    if isinstance(ptr.buffer, SharedBytes) and ptr.buffer.cta is not None:
+        ptr.buffer.cta.thread_access(start, len(data), True)
     if not 0 <= start and start + len(data) <= raw.size:
         raise InterpreterError(f"out-of-bounds access of {len(data)} bytes at byte {start} of a {raw.size}-byte buffer")
     raw[start:start + len(data)] = np.frombuffer(data, np.uint8)
 
-
-def run(kernel: Kernel, args, grid=(1, 1, 1), block=(1, 1, 1)) -> None:
-    """Run ``kernel`` (IR from ``JITFunction.lower``) on numpy arrays (modified in place) and scalars."""
-    grid = tuple(grid) + (1,) * (3 - len(tuple(grid)))
-    block = tuple(block) + (1,) * (3 - len(tuple(block)))
-    params = []
-    for p, a in zip(kernel.params, args):
-        t = p.value.type
-        if isinstance(t, PointerType):
-            if not isinstance(a, np.ndarray):
-                raise InterpreterError(f"parameter {p.name} is a pointer: pass a numpy array")
-            params.append(Pointer(a, 0, t.elem))
-        else:
-            params.append(_to_type(a, t))
-    m = _Machine(kernel, grid, block)
-    for z in range(grid[2]):
-        for y in range(grid[1]):
-            for x in range(grid[0]):
-                m.run_block((x, y, z), params)
+to_type = _to_type  # a Python/numpy value as a value of an IR scalar type
+element_view = _view  # the typed element view of a pointer's buffer

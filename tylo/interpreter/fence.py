@@ -1,9 +1,25 @@
-"""Semantics of the proxy fences (not modelled yet: the interpreter has a single memory proxy)."""
+"""Semantics of the proxy fences (``nv.fence``), PTX ISA 9.7.13.4 (membar/fence) and the memory
+consistency model's proxies.
+
+The interpreter's memory holds one copy of every byte, so a fence changes no value; it tells the
+hazard checker that the thread's generic-proxy writes so far are visible to the async proxy
+(``proxy_async``, ``proxy_async_shared``: TMA stores and WGMMA may read them, ``hazards.py``) or
+that its mbarrier initialisations are (``mbarrier_init``).
+"""
 from __future__ import annotations
 
-from .registry import not_modelled
+from .registry import THREAD_SEMANTICS
 
 __all__ = []
 
-not_modelled("the interpreter has one memory proxy; a fence between proxies needs the async proxy modelled",
-             "nv.fence", module=__name__)
+
+def _fence(th, op, ins, t):
+    epoch = int(th.clock[th.index])
+    if op.attrs["kind"] in ("proxy_async", "proxy_async_shared"):
+        th.fenced = epoch
+    # either fence makes this thread's earlier mbarrier.init visible to the async proxy (TMA complete_tx)
+    th.init_fenced = epoch
+    th.clock[th.index] += 1     # accesses after the fence belong to a later epoch
+
+
+THREAD_SEMANTICS.add("nv.fence", _fence)

@@ -1,14 +1,61 @@
-"""Semantics of named and cluster barriers, elect and setmaxnreg (not modelled yet)."""
+"""Semantics of named and cluster barriers, elect and setmaxnreg (PTX ISA 9.7.13.1 bar/barrier,
+9.7.13.2 barrier.cluster, 9.7.12.x elect.sync, 9.7.17.1 setmaxnreg).
+
+* ``bar.sync id, count`` waits until ``count`` threads (a multiple of 32) have arrived at barrier
+  ``id`` (``bar.arrive`` counts without waiting); threads of one phase giving different counts
+  are a hazard. The scheduler (``machine.py``) serves it.
+* ``barrier.cluster.arrive`` / ``wait``: the wait returns once every live thread of the cluster
+  arrived in the current phase.
+* ``elect.sync``: true in the lowest live lane of the warp.
+* ``setmaxnreg``: checked (24 .. 256, a multiple of 8), no other effect.
+"""
 from __future__ import annotations
 
-from .registry import not_modelled
+from .core import Suspend
+from .errors import InterpreterError
+from .registry import THREAD_SEMANTICS, WARP_SEMANTICS
 
 __all__ = []
 
-not_modelled("the scheduler knows only the CTA-wide barrier 0, not numbered barriers with thread counts",
-             "nv.named_barrier", module=__name__)
-not_modelled("elect.sync needs the warp's active mask at the call (a warp collective with a choice of lane)",
-             "nv.elect_one", module=__name__)
-not_modelled("register allocation does not exist in the interpreter; setmaxnreg's only effect would be a check",
-             "nv.setmaxnreg", module=__name__)
-not_modelled("clusters (several CTAs run together) are not modelled", "nv.cluster.barrier", module=__name__)
+
+def _named_barrier(th, op, ins, t):
+    bid, count = int(ins[0]), int(ins[1])
+    if not 0 <= bid < 16:
+        raise InterpreterError(f"{op.loc}: barrier id {bid} is outside 0..15")
+    if op.attrs["kind"] == "arrive":
+        th.m.named_arrive(th, bid, count, op)
+        return None
+    return Suspend(("named", bid, count, op))
+
+
+def _elect(machine, op, lanes):
+    first = min(lanes)
+    return {lane: (lane == first,) for lane in lanes}
+
+
+def _setmaxnreg(th, op, ins, t):
+    n = op.attrs["count"]
+    if not 24 <= n <= 256 or n % 8:
+        raise InterpreterError(f"{op.loc}: setmaxnreg.{op.attrs['action']} {n}: the count must be a multiple of 8 "
+                               f"in 24..256 (PTX ISA 9.7.17.1)")
+
+
+def _cluster_barrier(th, op, ins, t):
+    m = th.m
+    if op.attrs["kind"] == "arrive":
+        if th in m.cluster_arrived:
+            raise InterpreterError(f"{op.loc}: barrier.cluster.arrive twice without a wait")
+        th.cluster_phase = m.cluster_phase
+        m.cluster_arrived.add(th)
+        return None
+    phase = getattr(th, "cluster_phase", None)
+    if phase is None:
+        raise InterpreterError(f"{op.loc}: barrier.cluster.wait without a preceding arrive")
+    th.cluster_phase = None
+    return Suspend(("wait", lambda: True if m.cluster_phase > phase else None, op))
+
+
+THREAD_SEMANTICS.add("nv.named_barrier", _named_barrier)
+WARP_SEMANTICS.add("nv.elect_one", _elect)
+THREAD_SEMANTICS.add("nv.setmaxnreg", _setmaxnreg)
+THREAD_SEMANTICS.add("nv.cluster.barrier", _cluster_barrier)

@@ -47,6 +47,9 @@ class Registry(Mapping):
     def __iter__(self):
         return iter(self._entries)
 
+    def __contains__(self, op_name) -> bool:  # direct: the interpreter asks once per op it runs
+        return op_name in self._entries
+
     def __len__(self) -> int:
         return len(self._entries)
 

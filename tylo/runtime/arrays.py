@@ -379,6 +379,11 @@ def describe_array(obj) -> ArrayInfo:
                          _byte_strides_to_elements(obj.strides, obj.itemsize, obj.shape),
                          obj.device.id)
     if f is _extract_host:
+        from .driver import interpreting
+        if interpreting():  # TYLO_INTERPRET=1: the interpreter runs kernels on host arrays
+            item = obj.itemsize
+            return ArrayInfo(obj.ctypes.data, dtype_name(obj.dtype), tuple(obj.shape),
+                             tuple(s // item for s in obj.strides), None, not obj.flags.writeable)
         f(obj)
     if hasattr(obj, "__cuda_array_interface__"):  # also instance attributes here
         cai = obj.__cuda_array_interface__

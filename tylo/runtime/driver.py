@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import copy
 import ctypes
+import os
 import threading
 
 import numpy as np
@@ -326,10 +327,29 @@ def compute_capability(device: int = 0) -> tuple[int, int]:
             _attr(dev, _DEV_COMPUTE_CAPABILITY_MINOR))
 
 
+def interpreting() -> bool:
+    """``TYLO_INTERPRET=1``: kernels run in tylo's CPU interpreter on host (numpy) arrays."""
+    return os.environ.get("TYLO_INTERPRET") == "1"
+
+
+#: the device ``devices()`` reports under TYLO_INTERPRET=1 on a machine without a GPU
+INTERPRETER_DEVICE = {"ordinal": 0, "name": "tylo interpreter", "compute_capability": "sm_90a", "major": 9,
+                      "minor": 0, "total_memory": 0, "sm_count": 4, "max_shared_memory_per_block_optin": 232448,
+                      "max_threads_per_block": 1024}
+
+
 def devices() -> list[dict]:
     """One dict per device: ordinal, name, compute_capability ('sm_90'), major,
     minor, total_memory (bytes), sm_count, max_shared_memory_per_block_optin,
-    max_threads_per_block. [] without a GPU; never raises."""
+    max_threads_per_block. [] without a GPU; never raises. Under TYLO_INTERPRET=1 without
+    a GPU: the interpreter's pseudo-device (``INTERPRETER_DEVICE``, 4 SMs)."""
+    if interpreting():
+        found = _devices()
+        return found or [dict(INTERPRETER_DEVICE)]
+    return _devices()
+
+
+def _devices() -> list[dict]:
     try:
         _init()
         out = []

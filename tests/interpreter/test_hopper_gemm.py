@@ -1,0 +1,54 @@
+"""The example Hopper GEMM (TMA ring, mbarriers, WGMMA, named barriers, TMA stores) in the interpreter."""
+import numpy as np
+import pytest
+
+from tylo.interpreter import run
+
+from hopper_support import gemm_args, gemm_ir, gemm_operands, relative_error
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_gemm_one_persistent_cta_matches_float64(seed):
+    # one CTA walks the 2 x 2 output tiles of a ragged shape; K = 136 is 3 K steps, the last partial
+    a, b, c = gemm_operands(200, 264, 136, seed)
+    run(gemm_ir(), gemm_args(a, b, c), grid=(1,), block=(384,), seed=seed)
+    # bf16 output: its rounding (2^-9 relative) dominates; fp32 accumulation is far below it
+    assert relative_error(a, b, c) < 4e-3
+
+
+def test_gemm_two_stage_ring_wraps_around():
+    # K = 320: 5 K steps through a 2-stage ring, so the producer waits for the consumers' releases
+    a, b, c = gemm_operands(128, 256, 320, 3)
+    run(gemm_ir(stages=2), gemm_args(a, b, c), grid=(1,), block=(384,), seed=5)
+    assert relative_error(a, b, c) < 4e-3
+
+
+def test_gemm_is_exact_on_small_integers():
+    # products and sums of small integers are exact in fp32 and bf16: the result must be bit-exact
+    rng = np.random.default_rng(7)
+    a, b, c = gemm_operands(128, 256, 64)
+    a[...] = rng.integers(-3, 4, a.shape)
+    b[...] = rng.integers(-3, 4, b.shape)
+    run(gemm_ir(), gemm_args(a, b, c), grid=(1,), block=(384,))
+    assert np.array_equal(c.astype(np.float64), a.astype(np.float64) @ b.astype(np.float64))
+
+
+@pytest.mark.parametrize("dtype", ["float8_e4m3fn", "float8_e5m2"])
+def test_fp8_gemm_two_wgmma_groups_per_k_step(dtype):
+    # fp8: a 128-byte TMA row holds 128 elements, read by two m64n256k32 groups per K step
+    import ml_dtypes
+    import tylo
+    from hopper_support import hopper_gemm as h
+
+    dt = getattr(ml_dtypes, dtype)
+    tdt = tylo.f8e4m3 if dtype == "float8_e4m3fn" else tylo.f8e5m2
+    ir = h.hopper_gemm.lower(signature=[h.C_TILE, h.a_tile(tdt), h.b_tile(tdt), "i32", "i32", "i32"],
+                             constexprs={"STAGES": 2, "GROUP_M": 8, "C_BUFS": 2, "DTYPE": tdt}, block=(384,))
+    rng = np.random.default_rng(2)
+    M, N, K = 128, 256, 256
+    a = rng.standard_normal((M, K)).astype(dt)
+    b = rng.standard_normal((K, N)).astype(dt)
+    c = np.full((M, N), np.nan, ml_dtypes.bfloat16)
+    run(ir, [tylo.prepare_tma(h.C_TILE, c), tylo.prepare_tma(h.a_tile(tdt), a),
+             tylo.prepare_tma(h.b_tile(tdt), np.ascontiguousarray(b.T)), M, N, K], grid=(1,), block=(384,))
+    assert relative_error(a, b, c) < 4e-3

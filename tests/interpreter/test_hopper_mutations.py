@@ -1,0 +1,158 @@
+"""Mutation tests of the hazard checker: every synchronisation of the example Hopper GEMM is removed or
+weakened in turn (in its IR), and each unsafe mutant must be reported as a hazard.
+
+The GEMM runs two 128 x 256 tiles with K = 192 (3 K steps each) through a 2-stage ring with 2 staging
+buffers per consumer in one persistent CTA, so every stage and staging buffer is reused, also across
+tiles. A mutant counts as caught when one of three scheduler seeds reports it; the original must pass
+on every seed.
+
+Mutants judged safe (and therefore not required to be reported):
+* removing ``fence.mbarrier_init`` alone, or the ``fence.proxy.async.shared::cta`` after the
+  inits alone: either fence orders the same thread's ``mbarrier.init`` for the async proxy before the
+  CTA barrier that publishes the barriers (PTX ISA 9.7.13.4 / 9.7.13.15); removing both is unsafe
+  (``test_removing_both_init_fences_is_reported``).
+* removing the ``wgmma.fence`` of the K loop: its WGMMAs take the accumulators straight from the
+  previous ``wgmma.mma_async`` of the same shape (through ``wait_group``, which touches no register),
+  the case PTX ISA 9.7.15.6.1 exempts from the fence. The first chain's fence (after the zero
+  accumulator is written) is required, and its removal is reported.
+
+Every other mutant (all waits, arrivals, commits, named barriers, the CTA barrier, the proxy
+fences of the epilogue, wrong parities) is reported. One representative per kind runs by default;
+the whole set is marked ``slow`` (``.ci/run`` runs it).
+"""
+import copy
+
+import pytest
+
+from tylo.interpreter import HazardError, run
+from tylo.ir import types as T
+from tylo.ir.core import Op
+
+from hopper_support import gemm_args, gemm_ir, gemm_operands, relative_error
+
+SYNC_OPS = ("nv.mbarrier.wait", "nv.mbarrier.arrive", "nv.mbarrier.arrive_expect_tx", "nv.fence",
+            "nv.named_barrier", "nv.barrier", "nv.wgmma.fence", "nv.wgmma.commit_group", "nv.wgmma.wait_group",
+            "nv.tma.commit", "nv.tma.wait")
+SAFE = {("remove", "nv.fence", 0), ("remove", "nv.fence", 1),    # module doc: the init fences, one at a time
+        ("remove", "nv.wgmma.fence", 1)}                            # the K loop's fence (chained accumulators)
+SEEDS = (0, 1, 2)
+SHAPE = (256, 256, 192)
+
+
+def _blocks(block):
+    yield block
+    for op in block.ops:
+        for b in op.blocks:
+            yield from _blocks(b)
+
+
+def _sync_sites(kernel):
+    """``(name, occurrence)`` of every synchronisation op, in program order."""
+    seen = {}
+    out = []
+    for op in kernel.body.walk():
+        if op.name in SYNC_OPS:
+            k = seen.get(op.name, 0)
+            seen[op.name] = k + 1
+            out.append((op.name, k))
+    return out
+
+
+def _find(kernel, name, occurrence):
+    k = 0
+    for block in _blocks(kernel.body):
+        for i, op in enumerate(block.ops):
+            if op.name == name:
+                if k == occurrence:
+                    return block, i, op
+                k += 1
+    raise LookupError((name, occurrence))
+
+
+def _forward(kernel, mapping):
+    for op in kernel.body.walk():
+        op.operands = [mapping.get(id(v), v) for v in op.operands]
+
+
+def mutate(kernel, kind, name, occurrence):
+    k = copy.deepcopy(kernel)
+    block, i, op = _find(k, name, occurrence)
+    if kind == "remove":
+        del block.ops[i]
+        # ops that pass accumulators through (wgmma fence / wait) forward them
+        n = len(op.results)
+        _forward(k, {id(r): v for r, v in zip(op.results, op.operands[len(op.operands) - n:])})
+    elif kind == "flip_parity":
+        one = Op("arith.constant", [], [T.i32], {"value": 1}, loc=op.loc)
+        flipped = Op("arith.xor", [op.operands[1], one.results[0]], [T.i32], loc=op.loc)
+        block.ops[i:i] = [one, flipped]
+        op.operands[1] = flipped.results[0]
+    return k
+
+
+def _run(kernel, seed):
+    a, b, c = gemm_operands(*SHAPE, seed=seed)
+    run(kernel, gemm_args(a, b, c), grid=(1,), block=(384,), seed=seed)
+    return relative_error(a, b, c)
+
+
+def _mutants():
+    base = gemm_ir(stages=2)
+    out = [("remove", n, k) for n, k in _sync_sites(base)]
+    out += [("flip_parity", "nv.mbarrier.wait", k) for _, k in _sync_sites(base) if _ == "nv.mbarrier.wait"]
+    return out
+
+
+MUTANTS = _mutants()
+# one quick mutant per kind of synchronisation runs by default
+REPRESENTATIVE = [("remove", "nv.mbarrier.wait", 1), ("remove", "nv.mbarrier.arrive", 0),
+                  ("remove", "nv.wgmma.wait_group", 0), ("remove", "nv.wgmma.commit_group", 1),
+                  ("remove", "nv.fence", 2), ("remove", "nv.named_barrier", 1), ("remove", "nv.tma.wait", 1),
+                  ("flip_parity", "nv.mbarrier.wait", 1), ("remove", "nv.wgmma.fence", 0)]
+
+
+def test_the_mutation_set_covers_every_kind_of_synchronisation():
+    names = {n for _, n, _ in MUTANTS}
+    assert names == set(SYNC_OPS)
+    assert len(MUTANTS) >= 25
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_original_gemm_has_no_hazard(seed):
+    assert _run(gemm_ir(stages=2), seed) < 4e-3
+
+
+def _params():
+    return [pytest.param(m, id=f"{m[0]}-{m[1]}-{m[2]}", marks=() if m in REPRESENTATIVE else pytest.mark.slow)
+            for m in MUTANTS]
+
+
+@pytest.mark.parametrize("mutant", _params())
+def test_each_unsafe_mutant_is_reported(mutant):
+    kernel = mutate(gemm_ir(stages=2), *mutant)
+    reports = []
+    for seed in SEEDS:
+        try:
+            _run(kernel, seed)
+        except HazardError as e:
+            reports.append(e)
+            break
+    if mutant in SAFE:
+        return
+    assert reports, f"mutant {mutant} ran without a hazard report on seeds {SEEDS}"
+    # the report names the kernel's source: every side has a file:line of examples/hopper_gemm.py
+    assert all("hopper_gemm.py:" in str(loc) for _, loc in reports[0].sides if loc != "?"), reports[0]
+
+
+def test_too_few_stages_is_a_reported_deadlock():
+    # one stage cannot hold the step in flight and the next one: the producer and consumers wait on
+    # each other; the report says where each warp waits
+    with pytest.raises(HazardError, match="deadlock") as e:
+        _run(gemm_ir(stages=1), 0)
+    assert "nv.mbarrier.wait at" in str(e.value) and "hopper_gemm.py" in str(e.value)
+
+
+def test_removing_both_init_fences_is_reported():
+    kernel = mutate(mutate(gemm_ir(stages=2), "remove", "nv.fence", 0), "remove", "nv.fence", 0)
+    with pytest.raises(HazardError, match="mbarrier init not fenced"):
+        _run(kernel, 0)

@@ -1,0 +1,136 @@
+"""The hazard checker: a shadow of each CTA's shared memory and the rules it enforces.
+
+What each thread has synchronised with is tracked two ways: ``thread.seen`` holds the
+asynchronous writes (TMA loads) whose completion it has observed through an mbarrier phase or a
+barrier, and ``thread.clock`` is a vector clock over the cluster's threads (joined at barriers,
+released by mbarrier arrivals and acquired by waits). Per shared byte the shadow keeps the TMA
+load that last wrote it, and the thread and clock of the last generic-proxy write. In-flight
+asynchronous reads (WGMMA operands, TMA stores) and writes (TMA loads) are kept as byte ranges
+until their issuer has waited for them.
+
+The rules, from the PTX ISA (section numbers of ISA 8.x):
+
+* 9.7.9.25.4 (cp.async.bulk.tensor) with 9.7.13.15 (mbarrier, complete-tx): the bytes a TMA load
+  writes are visible to a thread only after it observed the completion of the mbarrier phase the
+  load signals. A thread (or a WGMMA it issues) reading them earlier is a hazard.
+* 9.7.15.7 (wgmma.wait_group): the shared operands of a wgmma.mma_async may be read until the
+  wait_group that covers it; writing them earlier is a hazard. Likewise 9.7.9.25.5
+  (cp.async.bulk.wait_group.read) for the shared source of a TMA store.
+* 9.7.13.4.x / memory consistency model (proxies, 8.6): generic-proxy writes are visible to the
+  async proxy (TMA store, WGMMA operands) only after a fence.proxy.async by the writing thread,
+  and after the reader synchronised with the writer.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["SharedShadow", "join_clocks"]
+
+
+def join_clocks(threads) -> None:
+    """A barrier among ``threads``: each gets the join of their clocks and of their observed
+    asynchronous writes, then starts a new epoch of its own."""
+    if not threads:
+        return
+    joined = np.maximum.reduce([th.clock for th in threads])
+    seen = set().union(*(th.seen for th in threads))
+    for th in threads:
+        th.clock = joined.copy()
+        th.clock[th.index] += 1
+        th.seen = set(seen)
+
+
+def _overlaps(items, lo, hi):
+    return [a for a in items if a.lo < hi and lo < a.hi]
+
+
+class SharedShadow:
+    def __init__(self, nbytes: int):
+        self.tma_writer = np.zeros(nbytes, np.int64)      # AsyncOp id of the TMA load that last wrote
+        self.gen_writer = np.full(nbytes, -1, np.int64)   # cluster index of the last generic writer
+        self.gen_clock = np.zeros(nbytes, np.int64)       # that writer's epoch at the write
+        self.readers = []        # in-flight async reads (AsyncOp with lo, hi), until retired
+        self.writes = []         # TMA loads issued and not completed
+        self.ops = {}            # id -> AsyncOp of the TMA loads that wrote here
+
+    # -- generic-proxy accesses by threads ---------------------------------------------------------
+    def thread_access(self, m, thread, op, lo, hi, write):
+        loc = getattr(op, "loc", "?")
+        for a in _overlaps(self.writes, lo, hi):
+            m.hazard("read of a TMA load in flight" if not write else "write over a TMA load in flight",
+                     f"a thread {'writes' if write else 'reads'} shared bytes [{lo}, {hi}) that a TMA load is "
+                     f"still writing (no completed wait on its mbarrier phase)",
+                     [("the TMA load", a.op.loc), ("the access", loc)])
+        if write:
+            for a in _overlaps(self.readers, lo, hi):
+                m.hazard("stage overwritten while read",
+                         f"a thread writes shared bytes [{lo}, {hi}) that a {a.kind} still reads (its issuer has "
+                         f"not waited for it)", [(f"the {a.kind}", a.op.loc), ("the write", loc)])
+            thread.last_write_loc = loc
+            self.tma_writer[lo:hi] = 0
+            self.gen_writer[lo:hi] = thread.index
+            self.gen_clock[lo:hi] = thread.clock[thread.index]
+            return
+        self.check_observed(m, [thread], lo, hi, "the read", loc)
+
+    def check_observed(self, m, threads, lo, hi, what, loc):
+        ids = self.tma_writer[lo:hi]
+        if not ids.any():
+            return
+        for i in np.unique(ids[ids != 0]):
+            i = int(i)
+            if any(i not in th.seen for th in threads):
+                a = self.ops[i]
+                m.hazard("read of a TMA load not waited for",
+                         f"shared bytes [{lo}, {hi}) written by a TMA load are read without a completed wait on "
+                         f"the mbarrier phase it signals", [("the TMA load", a.op.loc), (what, loc)])
+
+    # -- the async proxy ------------------------------------------------------------------------------
+    def async_read(self, m, aop, threads):
+        """An asynchronous unit will read ``[aop.lo, aop.hi)`` for ``threads`` (WGMMA, TMA store)."""
+        lo, hi, loc = aop.lo, aop.hi, aop.op.loc
+        for a in _overlaps(self.writes, lo, hi):
+            m.hazard("read of a TMA load in flight",
+                     f"a {aop.kind} reads shared bytes [{lo}, {hi}) that a TMA load is still writing",
+                     [("the TMA load", a.op.loc), (f"the {aop.kind}", loc)])
+        self.check_observed(m, threads, lo, hi, f"the {aop.kind}", loc)
+        writers = self.gen_writer[lo:hi]
+        mask = writers >= 0
+        if mask.any():
+            clocks = self.gen_clock[lo:hi][mask]
+            for w in np.unique(writers[mask]):
+                w = int(w)
+                newest = int(clocks[writers[mask] == w].max())
+                writer = m.thread_by_index(w)
+                if writer.fenced < newest:
+                    m.hazard("generic write not fenced for the async proxy",
+                             f"a {aop.kind} reads shared memory that thread {writer.linear} wrote without a "
+                             f"fence.proxy.async after the write", [("the write", m.last_write_loc(w)),
+                                                                     (f"the {aop.kind}", loc)])
+                if any(th.index != w and th.clock[w] < newest for th in threads):
+                    m.hazard("async read of unsynchronised writes",
+                             f"a {aop.kind} reads shared memory that thread {writer.linear} wrote with no barrier "
+                             f"between the write and the issue", [("the write", m.last_write_loc(w)),
+                                                                  (f"the {aop.kind}", loc)])
+        self.readers.append(aop)
+
+    def retire_read(self, aop):
+        aop.retired = True
+        if aop in self.readers:
+            self.readers.remove(aop)
+
+    def async_write_issued(self, aop):
+        self.writes.append(aop)
+
+    def async_write_done(self, m, aop):
+        """A TMA load has written ``[aop.lo, aop.hi)``."""
+        lo, hi = aop.lo, aop.hi
+        for a in _overlaps(self.readers, lo, hi):
+            m.hazard("stage overwritten while read",
+                     f"a TMA load overwrites shared bytes [{lo}, {hi}) that a {a.kind} still reads (its issuer has "
+                     f"not waited for it)", [(f"the {a.kind}", a.op.loc), ("the TMA load", aop.op.loc)])
+        if aop in self.writes:
+            self.writes.remove(aop)
+        self.tma_writer[lo:hi] = aop.id
+        self.gen_writer[lo:hi] = -1
+        self.ops[aop.id] = aop
