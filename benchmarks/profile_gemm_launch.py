@@ -16,9 +16,8 @@ from gemm import host_microseconds  # noqa: E402
 
 
 def main():
-    import torch
-
     import hopper_gemm as hg
+    import torch
     n = 256
     a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
     b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)

@@ -16,9 +16,8 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--shapes", default="4096")
     args = ap.parse_args()
-    import torch
-
     import hopper_gemm as hg
+    import torch
     from gemm import bench, parse_shape
     for M, N, K in [parse_shape(s) for s in args.shapes.split(",")]:
         a = torch.randn(M, K, device="cuda", dtype=torch.bfloat16)

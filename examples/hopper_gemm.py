@@ -212,7 +212,7 @@ def hopper_gemm(c_map, a_map, b_map, out, M, N, K, ld_row, ld_col, splits, STAGE
                                 zero_accumulator(PLAN), A_MN, B_MN, TM, TN)
             prev = s
             it += 1
-            for kt in range(1, steps):
+            for _kt in range(1, steps):
                 s = it % STAGES
                 mb.mbarrier_wait(full + s, (it // STAGES) & 1)
                 pending = mma_stage(PLAN, a_map, b_map, sa.ptr + s * (TM * BK), sb.ptr + s * (TN * BK),
@@ -493,8 +493,8 @@ def operand_storage(x, name, shape, k_axis):
                          f"({lead}) must be a multiple of {per_16_bytes} for {info.dtype_name}")
     mn_major = d != k_axis
     if mn_major and info.dtype_name != "bf16":
-        raise ValueError(f"hopper_gemm: fp8 operands must be K-major (WGMMA has no fp8 transpose): "
-                         f"pass A row-major and B column-major (e.g. bt.T)")
+        raise ValueError("hopper_gemm: fp8 operands must be K-major (WGMMA has no fp8 transpose): "
+                         "pass A row-major and B column-major (e.g. bt.T)")
     shape, strides = tuple(info.shape), tuple(info.strides)
     if d == 1:
         return x, mn_major, INPUT_TYPES[info.dtype_name], (info.ptr, shape, strides)
@@ -615,7 +615,8 @@ def prepare(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=Non
         ka, ka_mn, ka_where, kb, kb_mn, kb_where = a_store, a_mn, a_where, b_store, b_mn, b_where
     if kb_mn and config.tn % 64:
         raise ValueError(f"hopper_gemm: an MN-major kernel B operand loads 64-wide boxes: tn ({config.tn}) "
-                         f"must be a multiple of 64 ({'A column-major with swap_ab' if config.swap_ab else 'B row-major'})")
+                         f"must be a multiple of 64 "
+                         f"({'A column-major with swap_ab' if config.swap_ab else 'B row-major'})")
     a_plan, b_plan = operand_plans(config, dtype, ka_mn, kb_mn)
     a_map = _binding(a_plan, ka, ka_where)
     b_map = _binding(b_plan, kb, kb_where)

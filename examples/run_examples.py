@@ -32,7 +32,8 @@ def main(argv=None) -> int:
             r = ck.resources
             sig = signature if isinstance(signature, str) else ", ".join(
                 x if isinstance(x, str) else f"tma<{x.dtype} {x.shape[0]}x{x.shape[1]}>" for x in signature)
-            spec = sig + "".join(f", {k}={v}" for k, v in constexprs.items()) + ("" if arch == "sm_90a" else f" [{arch}]")
+            spec = sig + "".join(f", {k}={v}" for k, v in constexprs.items())
+            spec += "" if arch == "sm_90a" else f" [{arch}]"
             when = f"{ms:.1f}" + (" (cache hit)" if ck.from_cache else "")
             rows.append((kernel.__name__, spec, r.registers, r.spill_bytes, r.shared_bytes + ck.shared_bytes, when))
     wk = max(len(r[0]) for r in rows)

@@ -10,7 +10,6 @@ import numpy as np
 
 import tylo
 from tylo import Layout, Ownership
-
 from tylo.lang.mma import MMAAtom, TiledMMA
 
 ROWS, COLS = 32, 64

@@ -11,7 +11,7 @@
 import numpy as np
 
 import tylo
-from tylo import Layout, Swizzle, ComposedLayout
+from tylo import ComposedLayout, Layout, Swizzle
 from tylo.lang.copy import commit_copies, wait_copies
 from tylo.lang.mma import MMAAtom, TiledMMA, mma, zero_accumulator
 from tylo.lang.tiles import copy_async
@@ -46,9 +46,11 @@ def warp_gemm(c, a, b, M, N, K, alpha: tylo.f32, VEC: tylo.constexpr = 16):
         if kt + 1 < ktiles:
             k1 = (kt + 1) * BK
             nxt = 1 - stage
-            copy_async(tylo.SharedTile(sa.ptr + nxt * (BM * BK), A_SMEM), tylo.window(ga, (m0, k1), (BM, BK), check=False),
+            copy_async(tylo.SharedTile(sa.ptr + nxt * (BM * BK), A_SMEM),
+                       tylo.window(ga, (m0, k1), (BM, BK), check=False),
                        THREADS, bounds=(M - m0, K - k1), vector_bytes=VEC)
-            copy_async(tylo.SharedTile(sb.ptr + nxt * (BK * BN), B_SMEM), tylo.window(gb, (k1, n0), (BK, BN), check=False),
+            copy_async(tylo.SharedTile(sb.ptr + nxt * (BK * BN), B_SMEM),
+                       tylo.window(gb, (k1, n0), (BK, BN), check=False),
                        THREADS, bounds=(K - k1, N - n0), vector_bytes=VEC)
         commit_copies()
         wait_copies(1)

@@ -9,7 +9,7 @@ import sys
 import pytest
 
 import tylo
-from tylo.specialization import (BlobSpec, IntSpec, PointerSpec, ScalarSpec, format_signature, parse_signature)
+from tylo.specialization import BlobSpec, IntSpec, PointerSpec, ScalarSpec, format_signature, parse_signature
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -14,15 +14,15 @@ import time
 from dataclasses import dataclass, field
 
 from . import knobs
-from ._version import __version__ as _version, source_digest
+from ._version import __version__ as _version
+from ._version import source_digest
 from .cache import cache_key, default_cache
 from .cache.disk import ARTIFACT_FILES
 from .codegen.compile import Resources, toolchain_versions
 from .codegen.targets import get_target
 from .ir import types as T
 from .ir.types import ConstexprMarker, PointerType, ScalarType
-from .specialization import (BlobSpec, ConstexprSpec, IntSpec, PointerSpec, ScalarSpec, format_signature,
-                             parse_signature)
+from .specialization import BlobSpec, ConstexprSpec, IntSpec, PointerSpec, ScalarSpec, format_signature, parse_signature
 
 __all__ = ["jit", "func", "JITFunction", "CompiledKernel", "parse_signature"]
 

@@ -9,8 +9,7 @@ import pytest
 import tylo.interpreter as interp
 from tylo.codegen import llvm
 from tylo.codegen.registry import LOWERINGS
-from tylo.interpreter.registry import (NOT_MODELLED, THREAD_SEMANTICS, WARP_SEMANTICS, WARPGROUP_SEMANTICS,
-                                       not_modelled)
+from tylo.interpreter.registry import NOT_MODELLED, THREAD_SEMANTICS, WARP_SEMANTICS, WARPGROUP_SEMANTICS, not_modelled
 from tylo.ir import OPS, Builder, Kernel, OpDef, verify
 from tylo.ir.nv import FEATURES, SHARED_MODULES
 from tylo.ir.opdef import MEMORY_EFFECTS

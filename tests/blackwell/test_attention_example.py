@@ -60,7 +60,6 @@ def test_tylo_mma_takes_the_seed_spelling_for_tcgen05():
     import tylo
     from tylo.lang import tcgen05 as tc
     from tylo.lang.tcgen05 import Tcgen05MMA
-    from tylo.layouts import Layout
 
     plan = Tcgen05MMA((128, 64), tylo.bf16, tylo.bf16, tylo.f32)
 

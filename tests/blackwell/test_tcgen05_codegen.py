@@ -8,7 +8,7 @@ import re
 import pytest
 
 import tylo
-from tylo.ir.types import bf16, f16, f32, f8e4m3, f8e5m2, i8, i32, u8
+from tylo.ir.types import bf16, f8e4m3, f8e5m2, f16, f32, i8, i32, u8
 from tylo.lang import tcgen05 as tc
 from tylo.lang.tcgen05 import Tcgen05MMA
 from tylo.lang.tmem import ATOMS, TmemTile, TmemTransfer, partition

@@ -1,9 +1,8 @@
 """tcgen05 MMA plans, instruction and shared-memory descriptors (host only)."""
 import pytest
 
-from tylo.ir.types import bf16, f16, f32, f8e4m3, f8e5m2, i8, i32, u8
-from tylo.lang.tcgen05 import (IDESC_FIELDS, SMEM_DESC_FIELDS, Tcgen05MMA, decode_fields, smem_descriptor,
-                               tmem_columns)
+from tylo.ir.types import bf16, f8e4m3, f8e5m2, f16, f32, i8, i32, u8
+from tylo.lang.tcgen05 import IDESC_FIELDS, SMEM_DESC_FIELDS, Tcgen05MMA, decode_fields, smem_descriptor, tmem_columns
 from tylo.layouts import Layout, Swizzle, compose, swizzled_structure
 
 

@@ -6,14 +6,21 @@ sm_100a through nvJitLink (no Blackwell GPU runs them).
 """
 import re
 
-import numpy as np
 import pytest
 
 import tylo
-from tylo.ir.types import bf16, f16, f32, f8e4m3, f8e5m2, i8, i32, u8
+from tylo.ir.types import bf16, f8e4m3, f8e5m2, f16, f32, i8, i32, u8
 from tylo.lang import tcgen05 as tc
-from tylo.lang.tcgen05 import (SMEM_DESC_FIELDS, OperandA, OperandB, Tcgen05MMA, accumulator, decode_fields,
-                               smem_operand, tmem_operand_address)
+from tylo.lang.tcgen05 import (
+    SMEM_DESC_FIELDS,
+    OperandA,
+    OperandB,
+    Tcgen05MMA,
+    accumulator,
+    decode_fields,
+    smem_operand,
+    tmem_operand_address,
+)
 from tylo.lang.tmem import TmemTile, TmemTransfer, partition
 from tylo.layouts import Layout, Swizzle, compose, window
 

@@ -1,12 +1,21 @@
 """TMEM tiles, storage units, transfers and partitions on the host (no GPU, no assembler)."""
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tylo.ir.types import bf16, f16, f32, i32
-from tylo.lang.tmem import (ATOMS, TmemTile, TmemTransfer, partition, reinterpret_tile, tmem_location)
-from tylo.layouts import ComposedLayout, Layout, Swizzle, ownership_table, permutedims, window, is_injective, is_complete
-
+from tylo.lang.tmem import ATOMS, TmemTile, TmemTransfer, partition, reinterpret_tile, tmem_location
+from tylo.layouts import (
+    ComposedLayout,
+    Layout,
+    Swizzle,
+    is_complete,
+    is_injective,
+    ownership_table,
+    permutedims,
+    window,
+)
 
 # -- the storage rule, written out independently ------------------------------------------
 

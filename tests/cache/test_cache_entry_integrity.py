@@ -11,10 +11,8 @@ import warnings
 import pytest
 
 import tylo
-from tylo.cache import DiskCache, TyloCacheWarning
+from tylo.cache import DiskCache, TyloCacheWarning, cache_key
 from tylo.cache.disk import ARTIFACT_FILES, meta_digest
-
-from tylo.cache import cache_key
 
 
 def key_of(n) -> str:

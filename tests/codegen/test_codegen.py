@@ -2,11 +2,10 @@
 import re
 
 import pytest
+from simt_kernels import GOLDEN, loops, shared_atomics
 
 import tylo
 from tylo.codegen import TARGETS, get_target
-from simt_kernels import GOLDEN
-from simt_kernels import loops, shared_atomics
 
 ARCHS = ["sm_80", "sm_90a", "sm_100a"]
 

@@ -9,14 +9,14 @@ import re
 import subprocess
 import sys
 
+import conversion_reference as ref
 import numpy as np
 import pytest
 
 import tylo
-from tylo.codegen.compile import AssemblerError, LLVMFailure, llvm_to_ptx, ptx_to_cubin
 from tylo.codegen import get_target
+from tylo.codegen.compile import AssemblerError, LLVMFailure, llvm_to_ptx, ptx_to_cubin
 from tylo.interpreter import run
-import conversion_reference as ref
 
 ARCHS = ["sm_80", "sm_90a", "sm_100a"]
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -295,6 +295,7 @@ def test_the_fmod_routine_is_exact(bits):
     import struct
 
     import llvmlite.binding as llvm
+
     from tylo.codegen.llvm import fmod_function
 
     llvm.initialize_native_target()

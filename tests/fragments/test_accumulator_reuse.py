@@ -6,8 +6,8 @@ import pytest
 
 import tylo
 from tylo import Layout, Ownership
-from tylo.layouts import relayout_plan
 from tylo.lang.mma import MMAAtom, TiledMMA, mma, zero_accumulator
+from tylo.layouts import relayout_plan
 
 ATOM = MMAAtom((16, 8, 16), tylo.bf16, tylo.bf16, tylo.f32)
 S_PLAN = TiledMMA(ATOM, warps=(1, 1), repeats=(1, 2))   # S: 16 x 16 (two n8 tiles)

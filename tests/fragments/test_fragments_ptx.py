@@ -1,11 +1,11 @@
 """Fragments on the CPU: the PTX follows the ownership plans (shuffle counts, vector widths, no local memory)."""
 import re
 
+import fragment_kernels as fk
 import pytest
 
 import tylo
 from tylo import Layout, Ownership, reduction_plan
-import fragment_kernels as fk
 
 
 def ptx_of(kernel, signature, **cx):

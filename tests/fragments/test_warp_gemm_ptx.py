@@ -3,7 +3,6 @@ import collections
 import re
 
 import pytest
-
 import warp_gemm
 
 SIG = "*bf16:16, *bf16:16, *bf16:16, i32, i32, i32, f32"

@@ -2,10 +2,10 @@
 import inspect
 import re
 
+import bad_kernels as bk
 import pytest
 
 import tylo
-import bad_kernels as bk
 
 SOURCE = inspect.getsourcefile(bk)
 LINES = open(SOURCE).read().splitlines()

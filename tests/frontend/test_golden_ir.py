@@ -6,7 +6,6 @@ import os
 import pathlib
 
 import pytest
-
 from simt_kernels import GOLDEN
 
 GOLDEN_DIR = pathlib.Path(__file__).parent / "golden"

@@ -2,6 +2,7 @@
 import inspect
 import re
 
+import join_kernels as jk
 import pytest
 
 import tylo
@@ -11,8 +12,6 @@ from tylo.lang.core import SharedArrayStatic
 from tylo.lang.fragment import FragmentStatic
 from tylo.lang.protocols import StaticPart
 from tylo.lang.tiles import TileStatic
-
-import join_kernels as jk
 
 SOURCE = inspect.getsourcefile(jk)
 LINES = open(SOURCE).read().splitlines()

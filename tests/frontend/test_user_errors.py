@@ -4,9 +4,9 @@ import inspect
 import re
 
 import pytest
+import user_error_kernels as uk
 
 import tylo
-import user_error_kernels as uk
 
 SOURCE = inspect.getsourcefile(uk)
 LINES = open(SOURCE).read().splitlines()

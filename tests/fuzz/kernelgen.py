@@ -14,11 +14,34 @@ import random
 from dataclasses import dataclass, field
 
 import numpy as np
-
-from semantics import (ALL_TYPES, APPROX, FLOAT_TYPES, FP8_TYPES, INT_TYPES, NP_DTYPE, TYPES, Undefined,
-                       convert, default_int_type, fits, float_binary, floor_ceil, fma_float, int_binary,
-                       is_float, is_int, literal_type, min_max, promote, round_float, shift,
-                       sqrt_float, approx_reference, wrap, int_range)
+from semantics import (
+    ALL_TYPES,
+    APPROX,
+    FLOAT_TYPES,
+    FP8_TYPES,
+    INT_TYPES,
+    NP_DTYPE,
+    TYPES,
+    Undefined,
+    approx_reference,
+    convert,
+    default_int_type,
+    fits,
+    float_binary,
+    floor_ceil,
+    fma_float,
+    int_binary,
+    int_range,
+    is_float,
+    is_int,
+    literal_type,
+    min_max,
+    promote,
+    round_float,
+    shift,
+    sqrt_float,
+    wrap,
+)
 
 SLOTS = 8           # elements of each output array
 MAX_STEPS = 20000   # model steps before a case is thrown away (keeps interpreter time bounded)

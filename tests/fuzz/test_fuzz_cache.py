@@ -7,7 +7,6 @@ today carry their finding (FINDINGS.md).
 """
 
 import pytest
-
 from cache_faults import FAULT_NAMES, KEY_CASES, check_fault, same_kernel
 from findings import FINDINGS
 

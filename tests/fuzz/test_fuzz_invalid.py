@@ -5,7 +5,6 @@ Each mutant must give a CompileError at the marked line, in words, never "intern
 signature mistakes must give ValueError/TypeError. Templates that fail today carry their finding.
 """
 import pytest
-
 from findings import FINDINGS
 from mutations import TEMPLATE_NAMES, TEMPLATES, check_mutant, make_mutant, message_problem
 

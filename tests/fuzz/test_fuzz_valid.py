@@ -11,7 +11,6 @@ from fractions import Fraction
 import ml_dtypes
 import numpy as np
 import pytest
-
 from findings import FINDINGS
 from kernelgen import generate
 from semantics import convert, round_exact, round_float, sqrt_float

@@ -18,7 +18,6 @@ import os
 import sys
 import traceback
 
-
 from kernelgen import generate
 from semantics import FP8_TYPES, approx_close, same_value
 

@@ -2,8 +2,8 @@
 inline asm ``convergent`` is declared ``convergent`` and vice versa, and an op's asm is ``sideeffect``
 exactly when the op is not declared pure."""
 import pytest
-
 from nv_kernels import NV_KERNELS
+
 from tylo.codegen import get_target, llvm
 from tylo.codegen.registry import LOWERINGS
 from tylo.ir import OPS

@@ -8,8 +8,8 @@ import pathlib
 import re
 
 import pytest
-
 from nv_kernels import NV_IR, NV_KERNELS
+
 from tylo.ir import OPS, print_kernel, verify
 
 GOLDEN_DIR = pathlib.Path(__file__).parent / "golden"

@@ -6,12 +6,12 @@ Outputs are poisoned first."""
 import dataclasses
 import importlib.util
 
+import conversion_reference as ref
 import numpy as np
 import pytest
 
 import tylo
 from tylo.interpreter import run
-import conversion_reference as ref
 
 pytestmark = pytest.mark.gpu
 

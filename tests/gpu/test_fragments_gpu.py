@@ -1,10 +1,10 @@
 """Fragments on the GPU against float64 references: reductions, broadcasts, pack/unpack, softmax."""
+import fragment_kernels as fk
 import ml_dtypes
 import numpy as np
 import pytest
 
 import tylo
-import fragment_kernels as fk
 
 pytestmark = pytest.mark.gpu
 rng = np.random.default_rng()

@@ -4,9 +4,9 @@ Outputs are poisoned (NaN or a sentinel) before every launch so an unwritten ele
 """
 import numpy as np
 import pytest
+import simt_kernels as sk
 
 import tylo
-import simt_kernels as sk
 
 pytestmark = pytest.mark.gpu
 

@@ -2,9 +2,9 @@
 import ml_dtypes
 import numpy as np
 import pytest
+import warp_gemm
 
 import tylo
-import warp_gemm
 
 pytestmark = pytest.mark.gpu
 

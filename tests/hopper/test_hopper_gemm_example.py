@@ -11,6 +11,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(ROOT, "examples"))
 
 import hopper_gemm as hg  # noqa: E402
+
 import tylo  # noqa: E402
 
 

@@ -110,6 +110,7 @@ def wgmma_probe(out, ta: tylo.u64, tb: tylo.u64, desc_hi: tylo.u64, PLAN: tylo.c
 def test_wgmma_m64n64_k64_on_tma_tiles():
     _sm90()
     import ml_dtypes
+
     import tylo.runtime as rt
     rng = np.random.default_rng(1)
     A = rng.standard_normal((64, 64)).astype(ml_dtypes.bfloat16)

@@ -9,8 +9,8 @@ import tylo.lang.mbarrier as mb
 import tylo.lang.tma as tma
 import tylo.lang.wgmma as wg
 from tylo.ir.types import bf16, f32
-from tylo.layouts import permutedims, swizzled_structure
 from tylo.lang.tma import TMATile, box_grid, shared_layout, transfer_bytes
+from tylo.layouts import permutedims, swizzled_structure
 
 
 @pytest.mark.parametrize("plan,boxes", [(TMATile(bf16, (64, 64)), (1, 4)), (TMATile(bf16, (64, 64)), (2, 1)),

@@ -6,11 +6,19 @@ import pytest
 
 from tylo.ir import types as T
 from tylo.ir.types import bf16, f32
+from tylo.lang.tma import (
+    TMALoad,
+    TMATile,
+    shared_layout,
+    size,
+    swizzle_bytes,
+    tma_coordinates,
+    tma_geometry,
+    transfer_bytes,
+)
 from tylo.layouts import ComposedLayout, Swizzle, permutedims, swizzled_structure
-from tylo.lang.tma import (TMALoad, TMATile, shared_layout, size, swizzle_bytes, tma_coordinates, tma_geometry,
-                           transfer_bytes)
-from tylo.runtime.tma_binding import TMABinding, prepare_tma
 from tylo.runtime import tma as rt
+from tylo.runtime.tma_binding import TMABinding, prepare_tma
 
 DTYPES = (T.u8, T.f8e4m3, T.bf16, T.f16, T.f32, T.i32)
 

@@ -361,6 +361,7 @@ def epilogue_signature(tiles):
 def test_accumulator_fragment_epilogue(n, what):
     _sm90()
     import ml_dtypes
+
     import tylo.runtime as rt
     consts, (at, bt, vt) = epilogue_case(n, what)
     plan, plan2 = consts["PLAN"], consts["PLAN2"]

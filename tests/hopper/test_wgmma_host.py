@@ -3,10 +3,20 @@ import pytest
 
 from tylo.ir import types as T
 from tylo.ir.types import bf16
-from tylo.layouts import Layout, Ownership, SwizzledStructure, permutedims, swizzled_structure
 from tylo.lang.tma import TMATile, shared_layout
-from tylo.lang.wgmma import (DESCRIPTOR_FIELDS, WGMMA64, OperandA, OperandB, accumulator_ownership,
-                             decode_fields, encode_fields, smem_descriptor, validate_wgmma, wgmma_instruction)
+from tylo.lang.wgmma import (
+    DESCRIPTOR_FIELDS,
+    WGMMA64,
+    OperandA,
+    OperandB,
+    accumulator_ownership,
+    decode_fields,
+    encode_fields,
+    smem_descriptor,
+    validate_wgmma,
+    wgmma_instruction,
+)
+from tylo.layouts import Layout, Ownership, SwizzledStructure, permutedims, swizzled_structure
 
 
 def test_seed_plan():

@@ -72,7 +72,6 @@ def _blocks(block):
 import blackwell_gemm as bg  # noqa: E402
 
 
-
 def _gemm_ir():
     return bg.blackwell_gemm.lower(signature=["*f32:16", bg.A_PLAN, bg.B_PLAN, "i32", "i32", "i32"],
                                    constexprs={"STAGES": 2}, arch="sm_100a", block=(bg.THREADS,))

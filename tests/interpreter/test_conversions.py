@@ -6,6 +6,7 @@ import importlib.util
 import math
 from fractions import Fraction
 
+import conversion_reference as ref
 import numpy as np
 import pytest
 
@@ -13,7 +14,6 @@ import tylo
 from tylo.interpreter import run
 from tylo.ir import types as T
 from tylo.ir.scalars import round_float
-import conversion_reference as ref
 
 ARITH = [t for t in ref.SCALARS if t not in ("f8e4m3", "f8e5m2")]  # fp8 has no constants
 

@@ -4,7 +4,8 @@ import importlib.util
 import sys
 
 import numpy as np
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tylo.interpreter import run
 

@@ -1,10 +1,9 @@
 """The example Hopper GEMM (TMA ring, mbarriers, WGMMA, named barriers, TMA stores) in the interpreter."""
 import numpy as np
 import pytest
+from hopper_support import gemm_args, gemm_ir, gemm_operands, relative_error
 
 from tylo.interpreter import run
-
-from hopper_support import gemm_args, gemm_ir, gemm_operands, relative_error
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -37,8 +36,9 @@ def test_gemm_is_exact_on_small_integers():
 def test_fp8_gemm_two_wgmma_groups_per_k_step(dtype):
     # fp8: a 128-byte TMA row holds 128 elements, read by two m64n256k32 groups per K step
     import ml_dtypes
-    import tylo
     from hopper_support import hopper_gemm as h
+
+    import tylo
 
     dt = getattr(ml_dtypes, dtype)
     tdt = tylo.f8e4m3 if dtype == "float8_e4m3fn" else tylo.f8e5m2

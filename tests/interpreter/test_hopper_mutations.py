@@ -23,12 +23,11 @@ the whole set is marked ``slow`` (``.ci/run`` runs it).
 import copy
 
 import pytest
+from hopper_support import gemm_args, gemm_ir, gemm_operands, relative_error
 
 from tylo.interpreter import HazardError, run
 from tylo.ir import types as T
 from tylo.ir.core import Op
-
-from hopper_support import gemm_args, gemm_ir, gemm_operands, relative_error
 
 SYNC_OPS = ("nv.mbarrier.wait", "nv.mbarrier.arrive", "nv.mbarrier.arrive_expect_tx", "nv.fence",
             "nv.named_barrier", "nv.barrier", "nv.wgmma.fence", "nv.wgmma.commit_group", "nv.wgmma.wait_group",

@@ -1,14 +1,15 @@
 """The frontend's semantics, checked on the CPU with the reference interpreter (tylo.interpreter):
 control flow with break/continue/return, C integer semantics, promotion, collectives through shared
 memory and shuffles, fragment reductions. Fresh random data, poisoned outputs, float64 references."""
+import fragment_kernels as fk
 import numpy as np
 import pytest
-from hypothesis import given, settings, strategies as st
+import simt_kernels as sk
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import tylo
 from tylo.interpreter import InterpreterError, run
-import simt_kernels as sk
-import fragment_kernels as fk
 
 rng = np.random.default_rng()
 

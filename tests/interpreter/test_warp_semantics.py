@@ -11,7 +11,8 @@ rng = np.random.default_rng()
 
 
 def test_ldmatrix_upgrade_gives_the_scalar_load_words():
-    import sys, os
+    import os
+    import sys
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "gpu"))
     import test_ldmatrix_gpu as t
     for own, (R, C) in [(t.PLAN.a_ownership, (64, 16)), (t.PLAN.b_ownership, (16, 64))]:
@@ -25,7 +26,8 @@ def test_ldmatrix_upgrade_gives_the_scalar_load_words():
 
 
 def test_stmatrix_upgrade_stores_what_scalar_stores_would():
-    import sys, os
+    import os
+    import sys
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "fragments"))
     import test_fragments_ptx as t
     ir = t.stage_through_shared.lower(signature="*bf16:16, *f32:16", arch="sm_90a")
@@ -37,7 +39,8 @@ def test_stmatrix_upgrade_stores_what_scalar_stores_would():
 
 
 def test_attention_step_reuses_the_accumulator_as_the_a_operand():
-    import sys, os
+    import os
+    import sys
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "fragments"))
     import test_accumulator_reuse as t
     ir = t.attention_step.lower(signature="*f32:16, *bf16:16, *bf16:16, *bf16:16", arch="sm_80")
@@ -72,7 +75,8 @@ def test_warp_gemm_one_tile(M, N, K, vec):
 def test_fragments_distribute_over_the_linear_thread_index_of_any_block_shape(block):
     """Ownerships count threads by linear index (x fastest), so a (32, 4) block holds the same
     fragments as a 128-thread one; with no block given at compile time the index is computed too."""
-    import sys, os
+    import os
+    import sys
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "fragments"))
     import test_fragments_ptx as t
     x = rng.standard_normal((64, 64)).astype(np.float32)

@@ -1,6 +1,7 @@
 """WGMMA in the interpreter: A from registers, and a wrong descriptor gives a wrong result (as on the GPU)."""
 import ml_dtypes
 import numpy as np
+from hopper_support import gemm_args, gemm_ir, gemm_operands, relative_error
 
 import tylo
 import tylo.lang.mbarrier as mb
@@ -9,8 +10,6 @@ import tylo.lang.wgmma as wg
 from tylo.interpreter import run
 from tylo.lang.mma import zero_accumulator
 from tylo.layouts import Layout
-
-from hopper_support import gemm_args, gemm_ir, gemm_operands, relative_error
 
 PLAN = wg.WGMMA64(tylo.bf16, n=64, k=64)
 B_TILE = tma.TMATile(tylo.bf16, (64, 64))         # B^T (n, k), K-major
@@ -49,6 +48,7 @@ def test_a_wrong_descriptor_reads_the_wrong_bytes():
     # the GEMM's descriptors carry SBO = 1024 bytes (8 rows of 128 bytes); halve it in the constant every
     # descriptor is built from: the WGMMA reads other rows and the product is wrong, with no error
     import copy
+
     from tylo.ir.nv.bitfields import unpack_fields
     from tylo.ir.nv.wgmma import WGMMA_DESCRIPTOR_FIELDS
 

@@ -1,6 +1,7 @@
 """CuTe's published worked examples (by value) and brute-force properties."""
 
 import pytest
+from _layout_helpers import injective_layouts, layouts, table
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
@@ -23,8 +24,6 @@ from tylo.layouts import (
     tiled_divide,
     zipped_divide,
 )
-
-from _layout_helpers import injective_layouts, layouts, table
 
 L = Layout
 PROPS = settings(max_examples=120, deadline=None)

@@ -1,10 +1,9 @@
 import numpy as np
 import pytest
+from _layout_helpers import Sym, ev, layouts, table
 from hypothesis import given, settings
 
 from tylo.layouts import ComposedLayout, Layout, Swizzle, coalesce, coalesce_modes, make_layout, same_map
-
-from _layout_helpers import Sym, ev, layouts, table
 
 FAST = settings(max_examples=80, deadline=None)
 

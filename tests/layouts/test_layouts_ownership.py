@@ -3,9 +3,11 @@ import pytest
 
 from tylo.layouts import (
     BroadcastPlan,
+    ComposedLayout,
     Layout,
     Ownership,
     ReductionPlan,
+    Swizzle,
     broadcast_plan,
     is_complete,
     is_injective,
@@ -18,8 +20,6 @@ from tylo.layouts import (
     same_distribution,
     vector_access_plan,
     window,
-    ComposedLayout,
-    Swizzle,
 )
 
 

@@ -1,11 +1,10 @@
 import numpy as np
 import pytest
+from _layout_helpers import Sym, ev
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tylo.layouts import ComposedLayout, Layout, Swizzle, View, permutedims, window
-
-from _layout_helpers import Sym, ev
 
 PROPS = settings(max_examples=60, deadline=None)
 

@@ -1,6 +1,10 @@
 """Ad-hoc launch-cost breakdown on a GPU machine (not a test):
 PYTHONPATH=. python tests/runtime/bench_launch_detail.py"""
-import ctypes, statistics, struct, time
+import ctypes
+import statistics
+import struct
+import time
+
 from tylo.runtime import driver, launch
 
 driver.ensure_context(0)

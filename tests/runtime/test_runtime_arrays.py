@@ -1,8 +1,8 @@
 """Array interop on a CPU machine: host arrays refused, real protocol inputs
 (__cuda_array_interface__ dicts, DLPack capsules) parsed."""
 
-import numpy as np
 import ml_dtypes
+import numpy as np
 import pytest
 
 from tylo.runtime import ArrayInfo, array_extractor, describe_array, dtype_name, numpy_dtype

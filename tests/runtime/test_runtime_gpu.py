@@ -6,7 +6,6 @@ import ctypes
 import threading
 
 import numpy as np
-import ml_dtypes
 import pytest
 
 from tylo import runtime as rt

@@ -2,12 +2,14 @@
 buffer, void* array and pack_into statements Launcher.launch uses)."""
 
 import ctypes
-import struct
 
 import pytest
 
 from tylo.runtime.launch import (
-    CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, ArgPacker, CUlaunchAttribute, CUlaunchConfig,
+    CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION,
+    ArgPacker,
+    CUlaunchAttribute,
+    CUlaunchConfig,
     _pack_cost_ns,
 )
 

@@ -1,5 +1,6 @@
 """ldmatrix_ownership against the ISA, and its use: an ldmatrix.x4 of a row-major A tile is
 exactly the m16n8k16 A fragment; an ldmatrix.x2.trans of a row-major B tile the B fragment."""
+import isa_formulas as isa
 import numpy as np
 import pytest
 
@@ -7,8 +8,6 @@ import tylo.lang.mma as mma
 from tylo.ir.types import bf16, f32
 from tylo.lang.copy import ldmatrix_ownership
 from tylo.layouts import is_complete, is_injective, ownership_table
-
-import isa_formulas as isa
 
 
 @pytest.mark.parametrize("num", [1, 2, 4])

@@ -1,13 +1,12 @@
 """MMAAtom / TiledMMA host geometry against the ISA formulas (tests/warp/isa_formulas.py)."""
+import isa_formulas as isa
 import numpy as np
 import pytest
 
 import tylo.lang.mma as mma
+from tylo.codegen.ptx.mma import mma_opcode
 from tylo.ir.types import bf16, f8e4m3, f8e5m2, f16, f32, i8, i32, u8
 from tylo.layouts import is_complete, is_injective, ownership_table, replication
-
-import isa_formulas as isa
-from tylo.codegen.ptx.mma import mma_opcode
 
 ATOMS = mma.MMA_ATOMS
 

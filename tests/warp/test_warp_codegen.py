@@ -3,15 +3,14 @@ import dataclasses
 import re
 
 import pytest
+import warp_kernels as wk
 
 import tylo
 import tylo.lang.copy as cp
 import tylo.lang.mma as mma
 from tylo.codegen import targets
-from tylo.ir.types import bf16, f16, f32
-
-import warp_kernels as wk
 from tylo.codegen.ptx.mma import mma_opcode
+from tylo.ir.types import bf16, f32
 
 FP8 = [a for a in mma.MMA_ATOMS if a.min_sm == 89]
 NON_FP8 = [a for a in mma.MMA_ATOMS if a.min_sm < 89]

@@ -8,14 +8,13 @@ import dataclasses
 import ml_dtypes
 import numpy as np
 import pytest
+import warp_kernels as wk
 
 import tylo
 import tylo.lang.mma as mma
 from tylo.codegen import targets
 from tylo.lang.copy import ldmatrix_ownership
 from tylo.layouts import ownership_table
-
-import warp_kernels as wk
 
 pytestmark = pytest.mark.gpu
 rng = np.random.default_rng()

@@ -315,7 +315,8 @@ class DiskCache:
         """Store ``artifacts`` (file name or stage alias -> bytes or str) under ``key``.
 
         ``meta`` should be JSON-serializable (other values are stored as their
-        ``str``); ``key`` and ``files`` (the sha256 of each artifact) are added. Returns the entry now in the cache, which is
+        ``str``); ``key`` and ``files`` (the sha256 of each artifact) are added. Returns the entry now in the
+        cache, which is
         another process's equivalent entry when that one got there first.
         """
         _check_key(key)

@@ -15,8 +15,21 @@ from tylo.tuning_store import clear_tuned, format_tuned, list_tuned
 
 from . import disasm
 from .errors import CLIError, UsageError
-from .formatting import (block_cell, cache_location, checked_cache, compile_ms_total, constexprs_cell, fmt_ago,
-                         fmt_bytes, fmt_ms, num, shared_memory, spills, table, truncate)
+from .formatting import (
+    block_cell,
+    cache_location,
+    checked_cache,
+    compile_ms_total,
+    constexprs_cell,
+    fmt_ago,
+    fmt_bytes,
+    fmt_ms,
+    num,
+    shared_memory,
+    spills,
+    table,
+    truncate,
+)
 
 __all__ = ["cmd_cache_list", "cmd_cache_show", "cmd_cache_dump", "cmd_cache_clear", "cmd_cache_path"]
 

@@ -103,7 +103,8 @@ def _load_module(path: Path):
     if not stem.isidentifier() or not _same_file_or_free(stem, path):
         import hashlib
 
-        name = f"_tylo_cli_{stem if stem.isidentifier() else 'm'}_" + hashlib.sha256(str(path).encode()).hexdigest()[:12]
+        digest = hashlib.sha256(str(path).encode()).hexdigest()[:12]
+        name = f"_tylo_cli_{stem if stem.isidentifier() else 'm'}_" + digest
     spec = importlib.util.spec_from_file_location(name, path)
     if spec is None or spec.loader is None:
         raise CLIError(f"cannot import {path}")

@@ -20,11 +20,11 @@ import builtins
 import enum
 import functools
 import inspect
-import textwrap
 import operator
 import os
 import sys
 import sysconfig
+import textwrap
 import types
 
 from .errors import CompileError
@@ -41,7 +41,8 @@ class FunctionSource:
         try:
             lines, first = inspect.getsourcelines(fn)
         except (OSError, TypeError) as exc:
-            raise TypeError(f"cannot read the source of {fn.__qualname__}: {exc}; tylo kernels must be defined in a file") from None
+            raise TypeError(f"cannot read the source of {fn.__qualname__}: {exc}; "
+                            f"tylo kernels must be defined in a file") from None
         self.filename = inspect.getsourcefile(fn) or fn.__code__.co_filename
         self.text = textwrap.dedent("".join(lines))
         self.line_offset = first - 1

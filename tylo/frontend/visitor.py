@@ -161,7 +161,7 @@ class VisitorCore(ast.NodeVisitor):
                     continue
                 if guard is False:
                     return
-                self.runtime_if(guard, lambda: self.visit_body(rest), None, rest[0])
+                self.runtime_if(guard, lambda: self.visit_body(rest), None, rest[0])  # noqa: B023 - called here
                 return
 
     def _flags(self) -> list[str]:

@@ -51,7 +51,7 @@ def _stmatrix(machine, op, lanes):
     num, trans = op.attrs["num"], op.attrs["trans"]
     rows = _row_addresses(lanes, num)
     mats = {(j, r): [None] * 8 for j in range(num) for r in range(8)}
-    for lane, (ptr, *regs) in lanes.items():
+    for lane, (_ptr, *regs) in lanes.items():
         for j, word in enumerate(regs):
             for e in (0, 1):
                 row, col = _element_position(lane, e, trans)

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..ir.core import Kernel
 from ..ir.types import ParamBlobType, PointerType
-from .core import Blob, Pointer, SharedBytes, Thread, WARP_OPS, element_view, numpy_dtype, to_type
+from .core import WARP_OPS, Blob, Pointer, SharedBytes, Thread, element_view, numpy_dtype, to_type
 from .errors import HazardError, InterpreterError
 from .hazards import SharedShadow, join_clocks
 from .registry import WARPGROUP_SEMANTICS

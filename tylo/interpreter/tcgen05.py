@@ -106,7 +106,7 @@ def _mma(th, op, ins, t):
         a_lane, a_col = int(a) >> 16, int(a) & 0xFFFF
         per = 4 // a_t.itemsize
         tm.owned(a_col, K // per, op)
-        for warp, st in tm.stores_in_flight.items():
+        for _warp, st in tm.stores_in_flight.items():
             m.hazard("TMEM operand stored without wait::st",
                      "a tcgen05.mma reads A from TMEM while a tcgen05.st that no tcgen05.wait::st completed may "
                      "still write it", [("the tcgen05.st", st.loc), ("the tcgen05.mma", op.loc)])

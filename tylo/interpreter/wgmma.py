@@ -25,6 +25,7 @@ import functools
 
 import numpy as np
 
+from ..ir import types as T
 from ..ir.nv.bitfields import unpack_fields
 from ..ir.nv.wgmma import WGMMA_DESCRIPTOR_FIELDS
 from ..layouts import Ownership
@@ -32,7 +33,6 @@ from .core import PendingValue, numpy_dtype
 from .errors import InterpreterError
 from .machine import AsyncOp
 from .registry import WARPGROUP_SEMANTICS
-from ..ir import types as T
 
 __all__ = ["decode_operand_addresses", "accumulator_coords"]
 

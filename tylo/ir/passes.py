@@ -220,7 +220,7 @@ def dce(kernel: Kernel) -> None:
             for op in block.ops:
                 for blk in op.blocks:
                     sweep(blk)
-                if op_info(op.name).pure and not op.blocks and not any(id(r) in used for r in op.results):
+                if op_info(op.name).pure and not op.blocks and not any(id(r) in used for r in op.results):  # noqa: B023
                     changed = True
                     continue
                 keep.append(op)

@@ -80,7 +80,8 @@ def print_kernel(kernel: Kernel, with_locs: bool = False) -> str:
     if kernel.attrs.get("maxntid"):
         attrs.append(f"maxntid = {_attr(kernel.attrs['maxntid'])}")
     if kernel.attrs.get("param_align"):
-        attrs.append("param_align = {" + ", ".join(f"{k}: {v}" for k, v in sorted(kernel.attrs["param_align"].items())) + "}")
+        aligns = ", ".join(f"{k}: {v}" for k, v in sorted(kernel.attrs["param_align"].items()))
+        attrs.append("param_align = {" + aligns + "}")
     if kernel.attrs.get("divisible_by_16"):
         attrs.append(f"divisible_by_16 = {_attr(tuple(kernel.attrs['divisible_by_16']))}")
     if attrs:

@@ -110,5 +110,6 @@ def verify(kernel: Kernel) -> None:
     _verify_block(kernel.body, set())
     for op in kernel.walk():
         for blk in op.blocks:
-            if op.name in ("scf.if", "scf.for", "scf.while") and blk.ops and blk.ops[-1].name not in ("scf.yield", "scf.condition"):
+            terminated = blk.ops and blk.ops[-1].name in ("scf.yield", "scf.condition")
+            if op.name in ("scf.if", "scf.for", "scf.while") and blk.ops and not terminated:
                 _fail(op, "block is not terminated")

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from ..ir import types as T
 from ..ir.core import Value
 from ..ir.types import ScalarType
-from ..layouts import Ownership, broadcast_plan, permutedims as permute_ownership, reduction_plan, register_window
+from ..layouts import Ownership, broadcast_plan, reduction_plan, register_window, relayout_plan, same_distribution
+from ..layouts import permutedims as permute_ownership
 from ..layouts.ownership import ownership_name
-from ..layouts import relayout_plan, same_distribution
 from . import core as L
 from .base import LangError, builtin
 

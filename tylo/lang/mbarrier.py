@@ -27,8 +27,19 @@ from ..ir.types import PointerType
 from .base import LangError, builtin
 from .fence import fence_mbarrier_init, fence_proxy_async, fence_view_async_shared  # noqa: F401 - re-exported
 from .hw_args import i32_operand, require_sm
-from .sync import (cluster_arrive, cluster_ctarank, cluster_size, cluster_sync, cluster_wait, elect_one,  # noqa: F401
-                   named_barrier_arrive, named_barrier_sync, setmaxnreg_dec, setmaxnreg_inc, warpgroup_idx)
+from .sync import (  # noqa: F401
+    cluster_arrive,
+    cluster_ctarank,
+    cluster_size,
+    cluster_sync,
+    cluster_wait,
+    elect_one,
+    named_barrier_arrive,
+    named_barrier_sync,
+    setmaxnreg_dec,
+    setmaxnreg_inc,
+    warpgroup_idx,
+)
 
 __all__ = [
     "cluster_ctarank", "cluster_size", "cluster_arrive", "cluster_wait", "cluster_sync",

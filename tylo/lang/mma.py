@@ -3,7 +3,8 @@
 Host side (pure, no IR):
 
 * ``MMAAtom(shape, a_dtype, b_dtype, acc_dtype)``: one ``mma.sync.aligned.mMnNkK.row.col``
-  instruction (ISA data, defined beside its op in ``tylo.ir.nv.mma``). ``.a_ownership`` / ``.b_ownership`` / ``.c_ownership`` say which lane holds
+  instruction (ISA data, defined beside its op in ``tylo.ir.nv.mma``). ``.a_ownership`` / ``.b_ownership`` /
+  ``.c_ownership`` say which lane holds
   which element of A ``(M, K)``, B ``(K, N)`` and C/D ``(M, N)`` (the PTX ISA figures
   "Matrix Fragments for mma.m16n8kK"), with value slots in PTX register-element order:
   slot ``i`` is element ``a_i`` of the ISA (register ``i // elements_per_reg``, the low
@@ -221,8 +222,8 @@ def _operand_ownerships(plan):
 
 
 def _operand_regs(ctx, frag, ownership, dtype, atom, what):
-    from .fragment import Fragment, PackedFragment, pack_bits
     from ..layouts import same_distribution
+    from .fragment import Fragment, PackedFragment, pack_bits
 
     per = atom.elements_per_reg
     if isinstance(frag, PackedFragment):
@@ -272,7 +273,8 @@ def mma(plan, a, b, c, *, _ctx, **kwargs):
     if not isinstance(c, Fragment) or c.dtype != atom.acc_dtype:
         raise LangError(f"mma: the accumulator must be a {atom.acc_dtype} Fragment, got {c!r}")
     if c.ownership != c_own and not same_distribution_safe(c.ownership, c_own):
-        raise LangError(f"mma: the accumulator has ownership {c.ownership.name or c.ownership!r}, expected {c_own.name}")
+        raise LangError(f"mma: the accumulator has ownership {c.ownership.name or c.ownership!r}, "
+                        f"expected {c_own.name}")
     na, nb, nc = atom.a_regs, atom.b_regs, atom.c_regs
     cv = list(c.values)
     for rj in range(rn):

@@ -31,7 +31,8 @@ def _named(ctx, kind, barrier_id, count):
         raise LangError(f"named barrier id must be in 0..15, got {barrier_id}")
     if isinstance(count, int) and (count <= 0 or count % 32):
         raise LangError(f"named barrier thread count must be a positive multiple of 32, got {count}")
-    ctx.builder.create("nv.named_barrier", [i32_operand(ctx, barrier_id, "the barrier id"), i32_operand(ctx, count, "the count")],
+    operands = [i32_operand(ctx, barrier_id, "the barrier id"), i32_operand(ctx, count, "the count")]
+    ctx.builder.create("nv.named_barrier", operands,
                        [], {"kind": kind})
 
 

@@ -35,8 +35,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..ir.nv.tma import (MAX_BOX, SWIZZLES, TMATile, box_grid, hardware_swizzle, shared_layout, size,  # noqa: F401
-                         swizzle_bytes, swizzle_period_bytes, tma_coordinates, tma_geometry, transfer_bytes)
+from ..ir.nv.tma import (  # noqa: F401
+    MAX_BOX,
+    SWIZZLES,
+    TMATile,
+    box_grid,
+    hardware_swizzle,
+    shared_layout,
+    size,
+    swizzle_bytes,
+    swizzle_period_bytes,
+    tma_coordinates,
+    tma_geometry,
+    transfer_bytes,
+)
 
 __all__ = [
     "TMATile", "TMALoad", "transfer_bytes", "swizzle_bytes", "size", "shared_layout",
@@ -69,9 +81,8 @@ def TMALoad(dtype, shape, axis: int = 1) -> TMATile:
 from ..ir import types as _T  # noqa: E402
 from ..ir.core import Value as _Value  # noqa: E402
 from ..ir.types import PointerType as _PointerType  # noqa: E402
-from .base import LangError as _LangError, builtin as _builtin  # noqa: E402
-
-
+from .base import LangError as _LangError  # noqa: E402
+from .base import builtin as _builtin  # noqa: E402
 
 
 def _tile_boxes(ctx, plan, tile, what):

@@ -35,9 +35,9 @@ from typing import Any
 
 import numpy as np
 
+from ..ir.nv.tmem import ATOMS, COLUMNS, LANES, TransferAtom  # ISA data of the TMEM ops, re-exported
 from ..layouts import ComposedLayout, Layout, Ownership, View, fit_tv_layout, permutedims, window
 from ..layouts.recognise import offsets_table
-from ..ir.nv.tmem import ATOMS, COLUMNS, LANES, TransferAtom  # ISA data of the TMEM ops, re-exported
 
 __all__ = [
     "LANES", "COLUMNS", "TmemTile", "TmemTransfer", "TmemAccess", "ATOMS", "TransferAtom",
@@ -113,7 +113,7 @@ class TmemTile:
             raise ValueError(f"TmemTile: layout must be a Layout, ComposedLayout or window, got {lay!r}")
         if _is_int(self.address) and not 0 <= self.address < (1 << 32):
             raise ValueError(f"TmemTile: address {self.address:#x} is not a 32-bit TMEM address")
-        if _is_int(self.address) and (self.address >> 16) >= LANES or _is_int(self.address) and (self.address & 0xFFFF) >= COLUMNS:
+        if _is_int(self.address) and ((self.address >> 16) >= LANES or (self.address & 0xFFFF) >= COLUMNS):
             raise ValueError(
                 f"TmemTile: address {self.address:#x} is outside the 128 lanes x 512 columns of TMEM"
             )

@@ -205,7 +205,7 @@ def complement(a: Any, cotarget: Any = None) -> Layout:
         raise ValueError(f"complement: cotarget must be a positive static int, got {cotarget!r}")
     shapes, strides = a.flat()
     modes = [(d, s) for s, d in zip(shapes, strides) if s != 1 and d != 0]
-    for d, s in modes:
+    for d, _ in modes:
         if d < 0:
             raise ValueError(f"complement: negative stride {d} in {a!r} is not supported")
     modes.sort()

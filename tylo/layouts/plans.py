@@ -312,7 +312,7 @@ def _select(src_idx, dst_idx, src, dst, what) -> tuple:
     for u, key in enumerate(src_idx[0].tolist()):
         pos0.setdefault(key, u)
     sources = []
-    for v, key in enumerate(dst_idx[0].tolist()):
+    for key in dst_idx[0].tolist():
         if key not in pos0:
             raise ValueError(
                 f"{what}: values would have to move between threads: thread 0 of "

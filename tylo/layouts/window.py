@@ -28,8 +28,8 @@ from __future__ import annotations
 from typing import Any
 
 from . import inttuple as it
-from .inttuple import add, fmt
 from .affine import mode_stride
+from .inttuple import add, fmt
 from .layout import ComposedLayout, Layout
 
 __all__ = ["View", "window", "permutedims", "normalize_perm"]

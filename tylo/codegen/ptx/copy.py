@@ -34,7 +34,8 @@ def lower_ldmatrix(lw, op):
     num, trans = op.attrs["num"], op.attrs["trans"]
     addr = lw.address(op.operands[0])
     cons = ",".join(["=r"] * num + ["r", _MEM])
-    names = lw.asm(ldmatrix_template(num, trans), cons, ["i32"] * num, [("i32", addr)], side_effects=True, convergent=True)
+    names = lw.asm(ldmatrix_template(num, trans), cons, ["i32"] * num, [("i32", addr)], side_effects=True,
+                   convergent=True)
     for r, name in zip(op.results, names):
         lw.bind(r, name)
 

@@ -13,7 +13,8 @@ from ..ops import define_ops
 from ..types import PointerType
 from .bitfields import descriptor_offset_field, pack_fields
 
-__all__ = ["DEFINITIONS", "tmem_address_error", "shared_pointer_error", "TCGEN05_IDESC_FIELDS", "TCGEN05_SMEM_DESCRIPTOR_FIELDS", "TCGEN05_SWIZZLE_MODES",
+__all__ = ["DEFINITIONS", "tmem_address_error", "shared_pointer_error", "TCGEN05_IDESC_FIELDS",
+           "TCGEN05_SMEM_DESCRIPTOR_FIELDS", "TCGEN05_SWIZZLE_MODES",
            "tcgen05_smem_descriptor"]
 
 # -- descriptors (the idesc and the 64-bit operands of nv.tcgen05.mma) -------------------------------

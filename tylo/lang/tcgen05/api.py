@@ -6,13 +6,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .. import core as L
 from ...ir import types as T
+from .. import core as L
 from ..base import LangError, builtin
 from ..tmem import TmemAccess, slots_per_word
 from .plan import Tcgen05MMA, dtype_name, smem_descriptor
-from .raw import (checked_cta_group, register_type, require_sm100a, shared_pointer_operand, tcgen05_commit,
-                  tcgen05_ld, tcgen05_mma, tcgen05_st, tcgen05_wait_ld, tcgen05_wait_st, u32_operand)
+from .raw import (
+    checked_cta_group,
+    register_type,
+    require_sm100a,
+    shared_pointer_operand,
+    tcgen05_commit,
+    tcgen05_ld,
+    tcgen05_mma,
+    tcgen05_st,
+    tcgen05_wait_ld,
+    tcgen05_wait_st,
+    u32_operand,
+)
 
 __all__ = [
     "load_async", "wait_load", "store_async", "wait_stores", "TmemLoad", "OperandA", "OperandB",
@@ -378,9 +389,9 @@ def tcgen05_operand(atom, role, tile, origin=(0, 0), taddr=None, *, _ctx):
     may be runtime, see ``smem_operand``); or, for A, a ``TmemTile`` -> its
     TMEM address (plus the runtime base ``taddr``).
     """
+    from ..indexing import unwrap
     from ..tiles import Tile, add_origin, coord_value
     from ..tmem import TmemTile
-    from ..indexing import unwrap
 
     require_sm100a(_ctx, "tcgen05_operand")
     if not isinstance(atom, Tcgen05MMA):
@@ -444,7 +455,8 @@ def _d_address(ctx, atom, d, taddr):
             expect = accumulator(atom, d.address)
         except ValueError as e:
             raise LangError(str(e).replace("accumulator:", "mma:")) from None
-        if dtype_name(d.dtype) != dtype_name(atom.acc_dtype) or d.shape != expect.shape or repr(d.layout) != repr(expect.layout):
+        if (dtype_name(d.dtype) != dtype_name(atom.acc_dtype) or d.shape != expect.shape
+                or repr(d.layout) != repr(expect.layout)):
             raise LangError(f"mma: D must be the accumulator tile of the plan ({expect!r}), got {d!r}")
         v = u32_operand(ctx, d.address, "the accumulator address")
     else:

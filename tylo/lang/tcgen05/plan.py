@@ -12,8 +12,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ...ir.nv.bitfields import descriptor_offset_field, pack_fields, unpack_fields
-from ...ir.nv.tcgen05 import (TCGEN05_IDESC_FIELDS, TCGEN05_SMEM_DESCRIPTOR_FIELDS, TCGEN05_SWIZZLE_MODES,
-                              tcgen05_smem_descriptor)
+from ...ir.nv.tcgen05 import (
+    TCGEN05_IDESC_FIELDS,
+    TCGEN05_SMEM_DESCRIPTOR_FIELDS,
+    TCGEN05_SWIZZLE_MODES,
+    tcgen05_smem_descriptor,
+)
 
 __all__ = [
     "IDESC_FIELDS", "SMEM_DESC_FIELDS", "SWIZZLE_CODES", "encode_fields", "decode_fields", "Tcgen05MMA",

@@ -195,7 +195,10 @@ def tcgen05_mma(plan, d_taddr, a, b_desc, enable_input_d, a_tmem=False, *, _ctx)
     a_v = u32_operand(_ctx, a, "a (TMEM address)") if a_tmem else L.to_value(_ctx, a, T.u64)
     b_v = L.to_value(_ctx, b_desc, T.u64)
     idesc = L.to_value(_ctx, plan.idesc, T.u32)
-    en = L.to_bool(_ctx, enable_input_d) if isinstance(enable_input_d, Value) else L.to_value(_ctx, bool(enable_input_d), T.bool_)
+    if isinstance(enable_input_d, Value):
+        en = L.to_bool(_ctx, enable_input_d)
+    else:
+        en = L.to_value(_ctx, bool(enable_input_d), T.bool_)
     _ctx.builder.create("nv.tcgen05.mma", [d, a_v, b_v, idesc, en], [],
                         {"kind": plan.kind, "cta_group": plan.cta_group, "a_tmem": bool(a_tmem)})
 

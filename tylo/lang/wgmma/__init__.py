@@ -9,13 +9,32 @@ Operand roles (``OperandA``/``OperandB``) are shared with tcgen05 (``tylo.lang.o
 """
 from ..address import shared_address
 from ..operands import OperandA, OperandB
-from .api import (PartialAccumulator, PendingAccumulator, WGMMAOperand, a_register_ownership, finish_mma, mma_async,
-                  wait_mma, wgmma_operand)
+from .api import (
+                  PartialAccumulator,
+                  PendingAccumulator,
+                  WGMMAOperand,
+                  a_register_ownership,
+                  finish_mma,
+                  mma_async,
+                  wait_mma,
+                  wgmma_operand,
+)
 from .api import operand_encoding as operand_encoding  # helpers re-exported outside __all__
-from .plan import (DESCRIPTOR_FIELDS, SWIZZLE_MODE, WGMMA64, WGMMAInstruction, accumulator_ownership,
-                   accumulator_registers, decode_fields, encode_fields, smem_descriptor, validate_wgmma,
-                   wgmma_instruction)
-from .plan import MAX_ACC_REGISTERS as MAX_ACC_REGISTERS, operand_shape as operand_shape
+from .plan import (
+                  DESCRIPTOR_FIELDS,
+                  SWIZZLE_MODE,
+                  WGMMA64,
+                  WGMMAInstruction,
+                  accumulator_ownership,
+                  accumulator_registers,
+                  decode_fields,
+                  encode_fields,
+                  smem_descriptor,
+                  validate_wgmma,
+                  wgmma_instruction,
+)
+from .plan import MAX_ACC_REGISTERS as MAX_ACC_REGISTERS
+from .plan import operand_shape as operand_shape
 from .raw import require_sm90a as require_sm90a
 from .raw import wgmma_commit_group, wgmma_fence, wgmma_mma_async, wgmma_wait_group, zero_accumulators
 

@@ -13,8 +13,14 @@ from ...ir import types as T
 from ...layouts import Ownership, swizzled_structure_reason
 from ..base import LangError, builtin
 from ..operands import OperandA, OperandB
-from .plan import (WGMMA64, accumulator_ownership, accumulator_registers, operand_shape, smem_descriptor,
-                   wgmma_instruction)
+from .plan import (
+    WGMMA64,
+    accumulator_ownership,
+    accumulator_registers,
+    operand_shape,
+    smem_descriptor,
+    wgmma_instruction,
+)
 from .raw import require_sm90a, wgmma_commit_group, wgmma_fence, wgmma_wait_group
 
 __all__ = [
@@ -190,7 +196,8 @@ def wgmma_operand(plan, role, tile, origin=(0, 0), *, _ctx):
             raise LangError(f"{what}: the {name} origin {v} must be a multiple of {rule}")
         extent = _layout_extent(lin, axis)
         if v is not None and not 0 <= v <= extent - operand_shape(plan, role)[axis]:
-            raise LangError(f"{what}: the operand at origin {total} leaves the tile {_layout_extent(lin, 0), _layout_extent(lin, 1)}")
+            extent = (_layout_extent(lin, 0), _layout_extent(lin, 1))
+            raise LangError(f"{what}: the operand at origin {total} leaves the tile {extent}")
     # the unswizzled offset: under the origin rules the swizzle does not move the origin element,
     # and the hardware applies the swizzle to the addresses it forms from the descriptor
     from .. import core as L
@@ -272,8 +279,8 @@ WGMMA64.__tylo_zero_accumulator__ = lambda self, ctx: _zero_accumulator(self, ct
 
 
 def _acc_parts(plan, acc, what):
-    from ..fragment import Fragment
     from ...layouts import same_distribution
+    from ..fragment import Fragment
 
     if isinstance(acc, (PendingAccumulator, PartialAccumulator)):
         if acc.plan != plan:
@@ -294,8 +301,8 @@ def _acc_parts(plan, acc, what):
 
 
 def _a_registers(ctx, plan, a, what):
-    from ..fragment import Fragment, PackedFragment, pack
     from ...layouts import same_distribution
+    from ..fragment import Fragment, PackedFragment, pack
 
     own = a_register_ownership(plan)
     if isinstance(a, PackedFragment):
@@ -356,12 +363,14 @@ def mma_async(plan, a, b, acc, *, _ctx):
         if a_regs is None:
             da = _advance(_ctx, a.desc, a.steps[i])
             op = _ctx.builder.create("nv.wgmma.mma_async", [da, db, one, *parts[pi]], [T.f32] * n,
-                                     {"shape": ins.shape, "dtype": ins.dtype, "n": plan.n, "immediates": ins.immediates})
+                                     {"shape": ins.shape, "dtype": ins.dtype, "n": plan.n,
+                                      "immediates": ins.immediates})
         else:
             imms = ins.immediates[:2] + ins.immediates[3:]   # no imm-trans-a with A in registers
             words = a_regs[4 * i:4 * i + 4]
             op = _ctx.builder.create("nv.wgmma.mma_async_rs", [*words, db, one, *parts[pi]], [T.f32] * n,
-                                     {"shape": ins.shape, "dtype": ins.dtype, "n": plan.n, "immediates": imms, "a_regs": 4})
+                                     {"shape": ins.shape, "dtype": ins.dtype, "n": plan.n, "immediates": imms,
+                                      "a_regs": 4})
         parts[pi] = list(op.results)
     wgmma_commit_group(_ctx=_ctx)
     return PendingAccumulator(plan, parts)
@@ -390,8 +399,8 @@ def wait_mma(pending, n=0, *, _ctx):
 @builtin
 def finish_mma(acc, *, _ctx):
     """A plain f32 Fragment with ``accumulator_ownership(plan)``: the partitions summed."""
-    from ..fragment import Fragment
     from .. import core as L
+    from ..fragment import Fragment
 
     if isinstance(acc, Fragment):
         return acc
