@@ -253,6 +253,8 @@ def entry_fault(kind):
 
 # -- faults that need other processes -------------------------------------------------------------------
 def _child(code, env_extra, timeout=SUBPROCESS_TIMEOUT, cwd=None):
+    # callers pass a cwd of their own: `python -c` imports from its working directory first, so a child
+    # started in a repository root would run that tylo whatever PYTHONPATH says
     env = dict(os.environ)
     env.update(env_extra)
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, env=env,
@@ -332,7 +334,7 @@ def kill_fault(seed, folder, cache_dir, result, r):
                                 signature=SIGNATURE, constexprs={"K": 1})
     env = dict(os.environ, TYLO_CACHE_DIR=cache_dir, PYTHONPATH=ROOT)
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env=env)
+                            env=env, cwd=folder)
     delay = r.uniform(0.3, 2.5)
     result["delay"] = round(delay, 2)
     time.sleep(delay)
@@ -364,7 +366,7 @@ def concurrent_fault(seed, folder, cache_dir, result, r):
                                 signature=SIGNATURE, constexprs={"K": 1})
     env = dict(os.environ, TYLO_CACHE_DIR=cache_dir, PYTHONPATH=ROOT)
     procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                              env=env, text=True) for _ in range(n)]
+                              env=env, text=True, cwd=folder) for _ in range(n)]
     outs = []
     for p in procs:
         try:
@@ -487,7 +489,7 @@ def in_process_edit_fault(seed, folder, cache_dir, result, r):
     v1, v2 = KEY_CASES["helper_module_edit"]
     _write(work, v1)
     code = IN_PROCESS_EDIT.format(work=work, path=os.path.join(work, "helpmod.py"), v2=v2["helpmod.py"])
-    proc = _child(code, {"TYLO_CACHE_DIR": cache_dir, "PYTHONPATH": ROOT})
+    proc = _child(code, {"TYLO_CACHE_DIR": cache_dir, "PYTHONPATH": ROOT}, cwd=work)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     edited = json.loads(lines[-1]) if lines else {"error": "crash", "detail": proc.stderr[-400:]}
     later = _child_compile(work, cache_dir, module="keymod", kernel="kk", signature="*i32", constexprs={})
