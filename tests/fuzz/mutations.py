@@ -18,6 +18,7 @@ import importlib.util
 import os
 import random
 import re
+import shutil
 import sys
 from dataclasses import dataclass
 
@@ -304,6 +305,8 @@ def _prefix_compiles(case, lines, def_idx, keep) -> bool:
             getattr(module, case.kernel_name).lower(signature=case.signature, constexprs=case.constexprs)
     except Exception:  # noqa: BLE001 - any failure: do not build on this prefix
         return False
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)   # one folder per mutant: a long campaign made thousands
     return True
 
 
