@@ -154,11 +154,13 @@ def campaign(kind, seeds, jobs, timeout, log=None):
 
 def summarize(kind, results, seconds):
     counts = collections.Counter(r["status"] for r in results)
-    from findings import finding_of
+    from findings import FIXED, finding_of
     groups = collections.defaultdict(list)
     for r in results:
         if r["status"] not in ("ok", "expected"):
-            groups[f"{finding_of(kind, r) or 'NEW'}: {signature(r)}"].append(r["seed"])
+            fid = finding_of(kind, r) or "NEW"
+            label = f"{fid} (fixed, so a regression or a new cause)" if fid in FIXED else fid
+            groups[f"{label}: {signature(r)}"].append(r["seed"])
     print(f"\n== tylo fuzz: {kind} ==")
     print(f"cases: {len(results)} in {seconds:.0f} s")
     for status, n in sorted(counts.items()):

@@ -156,6 +156,7 @@ def main(argv=None):
             print(f"seed {seed}: {r['status']}: {r['detail'][:300]}", flush=True)
             if r.get("path") and os.path.exists(r["path"]):
                 shutil.copy(r["path"], kernels_out)
+    shutil.rmtree(folder, ignore_errors=True)   # failing kernels were copied to --out
     counts = collections.Counter(r["status"] for r in results)
     summary = {"arch": arch, "count": len(results), "ran": ran, "first_seed": args.seed, "seconds": round(time.time() - t0, 1),
                "counts": dict(counts), "failures": [r for r in results if r["status"] != "ok"]}

@@ -253,6 +253,8 @@ def entry_fault(kind):
 
 # -- faults that need other processes -------------------------------------------------------------------
 def _child(code, env_extra, timeout=SUBPROCESS_TIMEOUT, cwd=None):
+    # callers pass a cwd of their own: `python -c` imports from its working directory first, so a child
+    # started in a repository root would run that tylo whatever PYTHONPATH says
     env = dict(os.environ)
     env.update(env_extra)
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=timeout, env=env,
@@ -266,8 +268,9 @@ CHILD_COMPILE = textwrap.dedent('''
     mod = importlib.import_module({module!r})
     try:
         c = mod.{kernel}.compile(signature={signature!r}, arch="sm_90a", constexprs={constexprs!r})
+        import tylo
         print(json.dumps({{"sha": hashlib.sha256(c.cubin).hexdigest(), "shared": c.shared_bytes,
-                          "from_cache": c.from_cache}}))
+                          "from_cache": c.from_cache, "tylo_file": tylo.__file__}}))
     except Exception as exc:
         import tylo
         kind = "compile_error" if isinstance(exc, tylo.CompileError) and "internal" not in str(exc) else "error"
@@ -279,7 +282,9 @@ def _child_compile(folder, cache_dir, module="cache_fault_kernel", kernel="cache
                    constexprs=None, pythonpath=ROOT, timeout=SUBPROCESS_TIMEOUT):
     code = CHILD_COMPILE.format(folder=folder, module=module, kernel=kernel, signature=signature,
                                 constexprs=constexprs if constexprs is not None else {"K": 1})
-    proc = _child(code, {"TYLO_CACHE_DIR": cache_dir, "PYTHONPATH": pythonpath}, timeout=timeout)
+    # cwd=folder: `python -c` puts the working directory first on sys.path, so run from the repository root
+    # the child would import that tylo instead of the one on PYTHONPATH (a copy in tylo_source_fault)
+    proc = _child(code, {"TYLO_CACHE_DIR": cache_dir, "PYTHONPATH": pythonpath}, timeout=timeout, cwd=folder)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if not lines:
         return {"error": "crash", "detail": f"exit {proc.returncode}: {proc.stderr[-400:]}"}
@@ -329,7 +334,7 @@ def kill_fault(seed, folder, cache_dir, result, r):
                                 signature=SIGNATURE, constexprs={"K": 1})
     env = dict(os.environ, TYLO_CACHE_DIR=cache_dir, PYTHONPATH=ROOT)
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            env=env)
+                            env=env, cwd=folder)
     delay = r.uniform(0.3, 2.5)
     result["delay"] = round(delay, 2)
     time.sleep(delay)
@@ -345,7 +350,9 @@ def kill_fault(seed, folder, cache_dir, result, r):
     old = time.time() - 7200
     os.utime(stale, (old, old))
     _compile(folder, cache_dir, k=3)   # a new write
-    left = _tmp_leftovers(cache_dir)
+    # only the planted hour-old folder must go: the killed writer's own fresh .tmp- folder (when the kill
+    # came mid-write) looks like a live writer's and is kept until it is stale (docs/cache.md)
+    left = [n for n in _tmp_leftovers(cache_dir) if n == os.path.basename(stale)]
     if left:
         result.update(status="leftover", detail=f"temporary folders of killed writers survive a write: {left}")
     return result
@@ -359,7 +366,7 @@ def concurrent_fault(seed, folder, cache_dir, result, r):
                                 signature=SIGNATURE, constexprs={"K": 1})
     env = dict(os.environ, TYLO_CACHE_DIR=cache_dir, PYTHONPATH=ROOT)
     procs = [subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                              env=env, text=True) for _ in range(n)]
+                              env=env, text=True, cwd=folder) for _ in range(n)]
     outs = []
     for p in procs:
         try:
@@ -482,7 +489,7 @@ def in_process_edit_fault(seed, folder, cache_dir, result, r):
     v1, v2 = KEY_CASES["helper_module_edit"]
     _write(work, v1)
     code = IN_PROCESS_EDIT.format(work=work, path=os.path.join(work, "helpmod.py"), v2=v2["helpmod.py"])
-    proc = _child(code, {"TYLO_CACHE_DIR": cache_dir, "PYTHONPATH": ROOT})
+    proc = _child(code, {"TYLO_CACHE_DIR": cache_dir, "PYTHONPATH": ROOT}, cwd=work)
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     edited = json.loads(lines[-1]) if lines else {"error": "crash", "detail": proc.stderr[-400:]}
     later = _child_compile(work, cache_dir, module="keymod", kernel="kk", signature="*i32", constexprs={})
@@ -496,7 +503,10 @@ def in_process_edit_fault(seed, folder, cache_dir, result, r):
 
 def tylo_source_fault(seed, folder, cache_dir, result, r):
     """A copy of tylo whose sources differ (a fix) must not load the entries of the original."""
-    copy = os.path.join(folder, f"tylo-copy-{seed}")
+    copy, same = os.path.join(folder, f"tylo-copy-{seed}"), os.path.join(folder, f"tylo-same-{seed}")
+    if not os.path.isdir(same):
+        shutil.copytree(os.path.join(ROOT, "tylo"), os.path.join(same, "tylo"),
+                        ignore=shutil.ignore_patterns("__pycache__"))
     if not os.path.isdir(copy):
         shutil.copytree(os.path.join(ROOT, "tylo"), os.path.join(copy, "tylo"),
                         ignore=shutil.ignore_patterns("__pycache__"))
@@ -507,9 +517,18 @@ def tylo_source_fault(seed, folder, cache_dir, result, r):
         with open(edited, "a") as f:
             f.write("\n_FUZZ_EDIT = 1  # a change to the compiler's sources\n")
     _compile(folder, cache_dir)
+    # control: an unedited copy (same sources, elsewhere on disk) must load the entry, or the edited
+    # copy's miss below would prove nothing
+    control = _child_compile(folder, cache_dir, pythonpath=same)
+    if "error" in control or not control["from_cache"]:
+        result.update(status="exception", detail=f"an unedited copy of tylo did not load the entry: {control}")
+        return result
     out = _child_compile(folder, cache_dir, pythonpath=copy)
     if "error" in out:
         result.update(status="exception", detail=out["detail"][:500])
+    elif not os.path.realpath(out["tylo_file"]).startswith(os.path.realpath(copy) + os.sep):
+        # the fault only means something if the child really ran the copy
+        result.update(status="exception", detail=f"the child imported {out['tylo_file']}, not the copy in {copy}")
     elif out["from_cache"]:
         result.update(status="stale_key", detail="a tylo with other sources loaded the entry of the original")
     return result
@@ -569,6 +588,10 @@ def check_fault(seed, folder, name=None):
         shutil.rmtree(cache_dir, ignore_errors=True)
     result = {"seed": seed, "fault": name, "category": name, "status": "ok", "detail": ""}
     saved = os.environ.get("TYLO_CACHE_DIR")
+    saved_lineinfo = os.environ.get("TYLO_LINEINFO")
+    # no line info in any process of a fault: the cubin would carry the kernel file's path, and faults
+    # compare the cubins of one kernel compiled in different folders and processes
+    os.environ["TYLO_LINEINFO"] = "0"
     try:
         fn(seed, folder, cache_dir, result, r)
     except subprocess.TimeoutExpired as exc:
@@ -580,4 +603,8 @@ def check_fault(seed, folder, name=None):
             os.environ.pop("TYLO_CACHE_DIR", None)
         else:
             os.environ["TYLO_CACHE_DIR"] = saved
+        if saved_lineinfo is None:
+            os.environ.pop("TYLO_LINEINFO", None)
+        else:
+            os.environ["TYLO_LINEINFO"] = saved_lineinfo
     return result

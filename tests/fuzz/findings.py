@@ -1,8 +1,9 @@
 """The root causes the fuzzers found (FINDINGS.md), and how to recognise a fuzz result as one of them.
 
-``finding_of(kind, result)`` names the finding a failing result belongs to (None for a new one). The
-default test slices use it to put ``xfail(strict=True, reason=<id>)`` on the cases that fail today,
-and scripts/fuzz.py labels its failure groups with it.
+``finding_of(kind, result)`` names the finding a failing result belongs to (None for a new one);
+scripts/fuzz.py labels its failure groups with it (a fixed finding seen again is marked a regression).
+``FIXED`` says where each finding was fixed; the default test slices mark cases that fail today with
+``xfail(strict=True, reason=<id>)`` (none at the moment).
 """
 from __future__ import annotations
 
@@ -49,6 +50,30 @@ FINDINGS = {
     "F37": ("15", "key holes: a global dict, a numpy integer, modules named math*/tylo*, a helper in a dict, "
                   "a config object's method, a global read before a same-name local"),
     "F38": ("16", "a helper edited and reloaded in one process still compiles under the old key"),
+}
+
+# id: where it was fixed (merge commit on main, or this branch's area). Their reproducers stay in the default
+# run as regression tests, asserting the fixed behaviour; a result that matches one again is a regression.
+_FRONTEND = "the frontend (merge cebc31a, wt-frontend)"
+_NUMERICS = "exact scalar semantics, ir/scalars.py (merge abf283d, wt-numerics)"
+_CACHE = "the cache and its keys (merge c6d8977, wt-cache)"
+FIXED = {
+    "F01": _FRONTEND, "F02": _FRONTEND, "F09": _FRONTEND, "F10": _FRONTEND,
+    "F03": _NUMERICS, "F04": _NUMERICS, "F05": _NUMERICS, "F06": _NUMERICS + ": LLVM failures are CompileErrors",
+    "F07": _NUMERICS, "F08": _NUMERICS, "F11": _NUMERICS, "F12": _NUMERICS, "F13": _NUMERICS,
+    "F14": "lang/core.py binary(): // and % on two bools convert to i32 like + - * (wt-fuzzfix)",
+    "F15": "lang/core.py store_converts(): an int stored into *bool converts (x != 0) (wt-fuzzfix)",
+    "F16": "lang/core.py converted_constant(): dtype calls and tylo.cast on Python constants apply the "
+           "conversion rules at compile time (wt-fuzzfix)",
+    "F17": "lang/core.py binary(): `/` converts each int operand to f32 in its own type (wt-fuzzfix)",
+    "F20": _FRONTEND, "F21": _FRONTEND, "F22": _FRONTEND,
+    "F23": _FRONTEND + "; the module/class reprs of unknown tylo names and cast targets by wt-fuzzfix",
+    "F24": "the signature grammar, tylo/specialization.py (merge c6d8977)",
+    "F25": "the JIT refuses a shared_array beyond the architecture's shared memory (merge c6d8977)",
+    "F30": _CACHE, "F31": _CACHE, "F32": _CACHE, "F33": _CACHE, "F34": _CACHE, "F35": _CACHE,
+    "F36": "tylo/_version.py source_digest() (merge c6d8977); the fault itself ran the original tylo when "
+           "started from the repository root (fixed in cache_faults.py by wt-fuzzfix)",
+    "F37": _CACHE, "F38": _CACHE,
 }
 
 _VALID_PATTERNS = [

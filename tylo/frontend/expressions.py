@@ -224,7 +224,10 @@ class ExpressionsMixin:
         try:
             return getattr(obj, node.attr)
         except AttributeError:
-            raise self.error(node, f"{self.describe(obj)} has no attribute '{node.attr}'") from None
+            hint = ""
+            if getattr(obj, "__name__", None) == "tylo" and type(obj).__name__ == "module":
+                hint = f" (its scalar types are {', '.join(T.SCALAR_TYPES)})"
+            raise self.error(node, f"{self.describe(obj)} has no attribute '{node.attr}'{hint}") from None
 
     def visit_Subscript(self, node):
         container = self.visit(node.value)

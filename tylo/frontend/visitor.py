@@ -18,7 +18,7 @@ from ..ir.builder import Builder
 from ..ir.core import Kernel, Location, Value
 from ..ir.types import ScalarType
 from ..lang import core as L
-from ..lang.base import Context, LangError
+from ..lang.base import Context, LangError, describe_object
 from ..lang.debug import device_assert, emit_assert
 from .errors import CompileError
 from .expressions import BINOPS
@@ -319,9 +319,4 @@ class VisitorCore(ast.NodeVisitor):
         """``x`` in words for a message: its runtime type, or its Python type and repr (never an address)."""
         if isinstance(x, Value):
             return f"a runtime {x.type}"
-        text = repr(x)
-        if " object at 0x" in text:  # the default repr says nothing a user can act on
-            return f"a {type(x).__qualname__} object"
-        if len(text) > 80:
-            text = text[:60] + "..."
-        return f"{type(x).__name__} {text}"
+        return describe_object(x)

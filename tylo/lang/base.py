@@ -7,8 +7,10 @@ emission context as ``_ctx`` (builder, kernel, target) and converts any
 from __future__ import annotations
 
 import functools
+import inspect
+import types
 
-__all__ = ["LangError", "builtin", "is_builtin", "Context", "BLOB_KINDS", "register_blob_kind"]
+__all__ = ["LangError", "builtin", "is_builtin", "Context", "BLOB_KINDS", "register_blob_kind", "describe_object"]
 
 # Kernel values of by-value blob parameters: kind -> fn(ctx, address_value, static) building
 # the structured value a kernel sees (a TMA descriptor binding). Filled by the feature modules.
@@ -21,6 +23,23 @@ def register_blob_kind(kind: str, make):
 
 class LangError(Exception):
     """A kernel used an operation wrongly; the frontend adds the source location."""
+
+
+def describe_object(x) -> str:
+    """A compile-time Python object in words for an error message: modules, classes and functions by
+    name, other objects by type and short repr, never a default ``<... at 0x...>`` repr."""
+    if isinstance(x, types.ModuleType):
+        return f"the module {x.__name__}"
+    if isinstance(x, type):
+        return f"the Python type {x.__qualname__}"
+    if inspect.isroutine(x):
+        return f"the function {getattr(x, '__qualname__', getattr(x, '__name__', '?'))}"
+    text = repr(x)
+    if " object at 0x" in text or text.startswith("<"):
+        return f"an object of type {type(x).__qualname__}"
+    if len(text) > 80:
+        text = text[:60] + "..."
+    return f"{type(x).__name__} {text}"
 
 
 def builtin(fn):

@@ -11,10 +11,11 @@ from __future__ import annotations
 import math as _pymath
 from dataclasses import dataclass
 
+from ..ir import scalars
 from ..ir import types as T
 from ..ir.core import Value
 from ..ir.types import PointerType, ScalarType
-from .base import LangError, builtin
+from .base import LangError, builtin, describe_object
 
 __all__ = [
     "thread_idx", "block_idx", "block_dim", "grid_dim", "lane_id", "warp_id", "sync_threads",
@@ -88,10 +89,11 @@ def literal_type(py, other: ScalarType) -> ScalarType:
         return _int_type_for(py)
     if isinstance(py, float):
         return other if other.is_float else T.f32
-    raise LangError(f"{py!r} ({type(py).__name__}) cannot be combined with a runtime {other}")
+    raise LangError(f"{_describe(py)} cannot be combined with a runtime {other}")
 
 
 def constant(ctx, py, t: ScalarType) -> Value:
+    """A Python scalar as a constant of type ``t``; it must be representable (a literal next to a value)."""
     if t.is_fp8:
         raise LangError(f"{t} is a storage type; constants must be created in f16/f32 and cast")
     if t.is_bool:
@@ -102,9 +104,25 @@ def constant(ctx, py, t: ScalarType) -> Value:
         value = int(py)
         if not _fits(value, t):
             raise LangError(f"the constant {_int_text(value)} does not fit in {t}")
+    elif isinstance(py, int) and not isinstance(py, bool):
+        _float_of(py, t)
+        value = scalars.round_float(py, t)  # rounded once, also for integers beyond 2**53
     else:
         value = _float_of(py, t)
     return ctx.builder.constant(value, t)
+
+
+def converted_constant(ctx, py, t: ScalarType) -> Value:
+    """``tylo.T(py)`` / ``tylo.cast(py, T)`` of a Python scalar: the documented conversion rules, applied
+    at compile time (a float to an integer truncates and saturates, to fp8 saturates; rounded once).
+
+    fp8 has no constants (storage only): the converted value, exact in f32, is cast at run time.
+    """
+    if isinstance(py, float) and t.is_int:
+        return constant(ctx, scalars.convert(py, T.f64, t), t)
+    if t.is_fp8:
+        return cast(constant(ctx, scalars.round_float(py, t), T.f32), t, _ctx=ctx)
+    return constant(ctx, py, t)
 
 
 def to_value(ctx, x, t: ScalarType | None = None) -> Value:
@@ -119,7 +137,9 @@ def to_value(ctx, x, t: ScalarType | None = None) -> Value:
 def _describe(x) -> str:
     if isinstance(x, Value):
         return f"a runtime {x.type}"
-    return f"the compile-time value {x!r}"
+    if isinstance(x, PY_SCALARS) or x is None:
+        return f"the compile-time value {x!r}"
+    return describe_object(x)
 
 
 def _scalar(v: Value, what: str) -> ScalarType:
@@ -131,8 +151,8 @@ def _scalar(v: Value, what: str) -> ScalarType:
     return t
 
 
-def _operands(ctx, a, b, what: str):
-    """Convert two operands (at least one runtime) to runtime values of one promoted type."""
+def _literal_operands(ctx, a, b, what: str):
+    """Two operands (at least one runtime) as runtime scalars, a literal taking its partner's type."""
     if any(isinstance(x, Value) and isinstance(x.type, PointerType) for x in (a, b)):
         raise LangError(f"{what} is not defined on pointers (only pointer + integer and indexing are)")
     if not isinstance(a, Value):
@@ -141,8 +161,14 @@ def _operands(ctx, a, b, what: str):
     elif not isinstance(b, Value):
         ta = _scalar(a, what)
         b = to_value(ctx, b, literal_type(b, ta))
-    ta, tb = _scalar(a, what), _scalar(b, what)
-    t = T.promote(ta, tb)
+    _scalar(a, what), _scalar(b, what)
+    return a, b
+
+
+def _operands(ctx, a, b, what: str):
+    """Convert two operands (at least one runtime) to runtime values of one promoted type."""
+    a, b = _literal_operands(ctx, a, b, what)
+    t = T.promote(a.type, b.type)
     return cast(a, t, _ctx=ctx), cast(b, t, _ctx=ctx), t
 
 
@@ -168,16 +194,18 @@ def binary(ctx, op: str, a, b) -> Value:
         b = to_value(ctx, b, ta) if not isinstance(b, Value) else cast(b, ta, _ctx=ctx)
         return bld.value("arith.shl" if op == "<<" else "arith.shr", [a, b], ta)
     if op == "/":
-        a, b, t = _operands(ctx, a, b, op)
+        a, b = _literal_operands(ctx, a, b, op)
+        t = T.promote(a.type, b.type)
         if not t.is_float:
+            # true division of ints or bools: each operand is converted to f32 in its own type (promoting
+            # i8 with u8 first would make -20 the u8 236)
             t = T.f32
-            a, b = cast(a, t, _ctx=ctx), cast(b, t, _ctx=ctx)
-        return bld.value("arith.div", [a, b], t)
+        return bld.value("arith.div", [cast(a, t, _ctx=ctx), cast(b, t, _ctx=ctx)], t)
     a, b, t = _operands(ctx, a, b, op)
+    if t.is_bool and op in ("+", "-", "*", "//", "%"):
+        t = T.i32   # arithmetic on two bools gives i32
+        a, b = cast(a, t, _ctx=ctx), cast(b, t, _ctx=ctx)
     if op in _ARITH:
-        if t.is_bool:
-            t = T.i32
-            a, b = cast(a, t, _ctx=ctx), cast(b, t, _ctx=ctx)
         return bld.value(_ARITH[op], [a, b], t)
     if op in _BITWISE:
         if t.is_float:
@@ -186,14 +214,10 @@ def binary(ctx, op: str, a, b) -> Value:
     if op == "//":
         if t.is_float:
             return unary(ctx, "floor", bld.value("arith.div", [a, b], t))
-        if t.is_bool:
-            raise LangError("// on bools is not defined")
         return bld.value("arith.idiv", [a, b], t)
     if op == "%":
         if t.is_float:
             return bld.value("arith.frem", [a, b], t)
-        if t.is_bool:
-            raise LangError("% on bools is not defined")
         return bld.value("arith.irem", [a, b], t)
     if op in ("min", "max"):
         return bld.value(f"arith.{op}", [a, b], t)
@@ -258,9 +282,11 @@ def unary(ctx, op: str, x) -> Value:
 def cast(x, dtype: ScalarType, *, _ctx) -> Value:
     """Convert a scalar to ``dtype`` (C conversion rules: float->int truncates toward zero)."""
     if not isinstance(dtype, ScalarType):
-        raise LangError(f"cast target must be a tylo dtype, got {dtype!r}")
+        raise LangError(f"cast target must be a tylo dtype such as tylo.i32 or tylo.f32, got {_describe(dtype)}")
     if _structured(x):
         return x.map(_ctx, lambda v: cast(v, dtype, _ctx=_ctx))
+    if isinstance(x, PY_SCALARS):
+        return converted_constant(_ctx, x, dtype)
     if not isinstance(x, Value):
         return to_value(_ctx, x, dtype)
     if not isinstance(x.type, ScalarType):
@@ -304,13 +330,13 @@ def store_truncates(vt: ScalarType, elem: ScalarType) -> bool:
 
 def store_converts(vt: ScalarType, elem: ScalarType) -> bool:
     """May a ``vt`` value be stored as ``elem`` with an implicit conversion (widening, rounding a float to a
-    narrower float, int to float, bool to anything, to or from fp8 storage)?"""
+    narrower float, int to float, int to bool (``x != 0``), bool to anything, to or from fp8 storage)?"""
     if vt == elem:
         return True
     if store_truncates(vt, elem):
         return False
     return (vt.is_float and elem.is_float) or vt.is_fp8 or elem.is_fp8 or (vt.is_int and elem.is_int) or \
-        vt.is_bool or (vt.is_int and elem.is_float)
+        vt.is_bool or (vt.is_int and elem.is_float) or (vt.is_int and elem.is_bool)
 
 
 def store(ctx, ptr: Value, value) -> None:
