@@ -26,6 +26,7 @@ from .core import Pointer, numpy_dtype
 from .errors import InterpreterError
 from .machine import AsyncOp
 from .mbarrier import barrier_at
+from .operand_layout import operand_addresses
 from .registry import THREAD_SEMANTICS
 from .tmem import tmem_of
 
@@ -50,21 +51,8 @@ def decode_tcgen05_operand(desc: int, rows: int, k: int, elem_bytes: int, mn_maj
                                f"{f['base_offset']}: only version 1, relative LBO, base offset 0 are modelled")
     if f["swizzle"] not in _SWIZZLE:
         raise InterpreterError(f"tcgen05 descriptor: swizzle mode {f['swizzle']} is not modelled")
-    start, lbo, sbo = f["start_address"] << 4, f["leading_byte_offset"] << 4, f["stride_byte_offset"] << 4
-    swb = _SWIZZLE[f["swizzle"]]
-    mn = np.arange(rows)[:, None]
-    kk = np.arange(k)[None, :]
-    eb = elem_bytes
-    if not mn_major:
-        if swb:
-            a = start + (mn % 8) * swb + (mn // 8) * sbo + kk * eb
-        else:
-            a = start + (mn % 8) * 16 + (mn // 8) * sbo + (kk * eb) % 16 + (kk * eb // 16) * lbo
-    elif swb:
-        a = start + (mn * eb) % swb + (kk % 8) * swb + (mn * eb // swb) * lbo + (kk // 8) * sbo
-    else:
-        a = start + (mn * eb) % 16 + (kk % 8) * 16 + (mn * eb // 16) * sbo + (kk // 8) * lbo
-    return a if not swb else a ^ ((a >> 3) & ((swb // 16 - 1) << 4))
+    return operand_addresses(f["start_address"] << 4, f["leading_byte_offset"] << 4, f["stride_byte_offset"] << 4,
+                             _SWIZZLE[f["swizzle"]], rows, k, elem_bytes, mn_major)
 
 
 def _elements(raw, addr, dtype):

@@ -32,6 +32,7 @@ from ..layouts import Ownership
 from .core import PendingValue, numpy_dtype
 from .errors import InterpreterError
 from .machine import AsyncOp
+from .operand_layout import operand_addresses
 from .registry import WARPGROUP_SEMANTICS
 
 __all__ = ["decode_operand_addresses", "accumulator_coords"]
@@ -48,33 +49,13 @@ class _Read:
         self.retired = False
 
 
-def swizzle_address(a, swizzle_bytes):
-    if not swizzle_bytes:
-        return a
-    return a ^ ((a >> 3) & ((swizzle_bytes // 16 - 1) << 4))
-
-
 def decode_operand_addresses(desc: int, rows: int, k: int, elem_bytes: int, mn_major: bool) -> np.ndarray:
     """Byte address of element ``[mn, k]`` of a ``rows x k`` operand described by ``desc``."""
     f = unpack_fields(WGMMA_DESCRIPTOR_FIELDS, int(desc))
-    start, lbo, sbo = f["start_address"] << 4, f["leading_byte_offset"] << 4, f["stride_byte_offset"] << 4
-    swb = _SWIZZLE_BYTES[f["swizzle"]]
     if f["base_offset"]:
         raise InterpreterError("wgmma descriptor: a non-zero base offset is not modelled")
-    mn = np.arange(rows)[:, None]
-    kk = np.arange(k)[None, :]
-    eb = elem_bytes
-    if not mn_major:
-        if swb:
-            a = start + (mn % 8) * swb + (mn // 8) * sbo + kk * eb
-        else:
-            a = start + (mn % 8) * 16 + (mn // 8) * sbo + (kk * eb) % 16 + (kk * eb // 16) * lbo
-    else:
-        if swb:
-            a = start + (mn * eb) % swb + (kk % 8) * swb + (mn * eb // swb) * lbo + (kk // 8) * sbo
-        else:
-            a = start + (mn * eb) % 16 + (kk % 8) * 16 + (mn * eb // 16) * sbo + (kk // 8) * lbo
-    return swizzle_address(a, swb)
+    return operand_addresses(f["start_address"] << 4, f["leading_byte_offset"] << 4, f["stride_byte_offset"] << 4,
+                             _SWIZZLE_BYTES[f["swizzle"]], rows, k, elem_bytes, mn_major)
 
 
 @functools.lru_cache(maxsize=None)
