@@ -18,17 +18,19 @@ import hopper_gemm  # noqa: E402
 
 
 @functools.lru_cache(maxsize=None)
-def gemm_ir(stages=4, c_bufs=2, config=None, dtype=tylo.bf16, a_mn=False, b_mn=False):
-    """The kernel's IR for ``config`` (default: the 128 x 256 TMA-epilogue tile with ``stages`` and
-    ``c_bufs``), from the specialisation ``launch`` compiles (``hopper_gemm.spec``)."""
+def gemm_ir(stages=None, c_bufs=2, config=None, dtype=tylo.bf16, a_mn=False, b_mn=False):
+    """The kernel's IR for ``config`` (default: the 128 x 256 TMA-epilogue tile with ``c_bufs``), from the
+    specialisation ``launch`` compiles (``hopper_gemm.spec``). ``stages`` sets the ring depth, also
+    below GemmConfig's minimum of 2 (a one-stage ring deadlocks: the hazard tests want that)."""
     if config is None:
-        config = hopper_gemm.GemmConfig(stages=stages, c_bufs=c_bufs)
+        config = hopper_gemm.GemmConfig(c_bufs=c_bufs)
     records = hopper_gemm.spec(config=config, dtype=dtype, a_mn=a_mn, b_mn=b_mn)
     runtime = [r for r in records if not isinstance(r, ConstexprSpec)]
     names = [p.name for p in hopper_gemm.hopper_gemm.params if p.constexpr]
-    values = [r.value for r in records if isinstance(r, ConstexprSpec)]
-    return hopper_gemm.hopper_gemm.lower(signature=runtime, constexprs=dict(zip(names, values)),
-                                         block=(config.threads,))
+    constexprs = dict(zip(names, [r.value for r in records if isinstance(r, ConstexprSpec)]))
+    if stages is not None:
+        constexprs["STAGES"] = stages
+    return hopper_gemm.hopper_gemm.lower(signature=runtime, constexprs=constexprs, block=(config.threads,))
 
 
 def gemm_operands(M, N, K, seed=0):
@@ -44,7 +46,7 @@ def gemm_args(a, b, c, config=None):
     C = A @ B, or with ``config.swap_ab`` C^T = B^T A^T stored through the register epilogue."""
     h = hopper_gemm
     config = config or h.GemmConfig()
-    assert config.split_k == 1, "split-K runs through launch() (it needs splitk_reduce)"
+    assert config.split_k == 1, "split-K: gemm_partial_args"
     M, K = a.shape
     N = b.shape[1]
     bt = np.ascontiguousarray(b.T)
@@ -56,6 +58,23 @@ def gemm_args(a, b, c, config=None):
     a_map, b_map = tylo.prepare_tma(a_plan, ka), tylo.prepare_tma(b_plan, kb)
     c_map = a_map if config.direct else tylo.prepare_tma(h.C_TILE, c)
     return [c_map, a_map, b_map, c, mk, nk, K, ld_row, ld_col, 1]
+
+
+def gemm_partial_args(a, b, config):
+    """Runtime arguments of the split-K kernel alone (``PARTIAL``): it writes ``splits`` f32 (M, N) planes
+    of a workspace (NaN-filled, so a plane left unwritten shows), one per K range, which
+    ``splitk_reduce`` would sum. Returns (arguments, workspace planes)."""
+    h = hopper_gemm
+    M, K = a.shape
+    N = b.shape[1]
+    ktiles = -(-K // h.k_step(tylo.bf16))
+    kper = -(-ktiles // min(config.split_k, ktiles))
+    splits = -(-ktiles // kper)
+    a_plan, b_plan = h.operand_plans(config, tylo.bf16, False, False)
+    a_map = tylo.prepare_tma(a_plan, a)
+    ws = np.full((splits, M, N), np.nan, np.float32)
+    return [a_map, a_map, tylo.prepare_tma(b_plan, np.ascontiguousarray(b.T)), ws.reshape(-1), M, N, K, N, 1,
+            splits], ws
 
 
 def relative_error(a, b, c):
