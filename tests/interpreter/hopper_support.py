@@ -1,4 +1,5 @@
-"""Shared set-up for the interpreter's Hopper tests: the example GEMM's IR and its TMA bindings."""
+"""Shared set-up for the interpreter's Hopper tests: the example GEMM's IR for a ``GemmConfig`` and its
+runtime arguments, built the way ``hopper_gemm.prepare`` builds them."""
 import functools
 import pathlib
 import sys
@@ -7,6 +8,7 @@ import ml_dtypes
 import numpy as np
 
 import tylo
+from tylo.specialization import ConstexprSpec
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 if str(EXAMPLES) not in sys.path:
@@ -16,10 +18,19 @@ import hopper_gemm  # noqa: E402
 
 
 @functools.lru_cache(maxsize=None)
-def gemm_ir(stages=4, c_bufs=2):
-    return hopper_gemm.hopper_gemm.lower(
-        signature=[hopper_gemm.C_TILE, hopper_gemm.A_TILE, hopper_gemm.B_TILE, "i32", "i32", "i32"],
-        constexprs={"STAGES": stages, "GROUP_M": 8, "C_BUFS": c_bufs}, block=(hopper_gemm.THREADS,))
+def gemm_ir(stages=None, c_bufs=2, config=None, dtype=tylo.bf16, a_mn=False, b_mn=False):
+    """The kernel's IR for ``config`` (default: the 128 x 256 TMA-epilogue tile with ``c_bufs``), from the
+    specialisation ``launch`` compiles (``hopper_gemm.spec``). ``stages`` sets the ring depth, also
+    below GemmConfig's minimum of 2 (a one-stage ring deadlocks: the hazard tests want that)."""
+    if config is None:
+        config = hopper_gemm.GemmConfig(c_bufs=c_bufs)
+    records = hopper_gemm.spec(config=config, dtype=dtype, a_mn=a_mn, b_mn=b_mn)
+    runtime = [r for r in records if not isinstance(r, ConstexprSpec)]
+    names = [p.name for p in hopper_gemm.hopper_gemm.params if p.constexpr]
+    constexprs = dict(zip(names, [r.value for r in records if isinstance(r, ConstexprSpec)]))
+    if stages is not None:
+        constexprs["STAGES"] = stages
+    return hopper_gemm.hopper_gemm.lower(signature=runtime, constexprs=constexprs, block=(config.threads,))
 
 
 def gemm_operands(M, N, K, seed=0):
@@ -30,12 +41,40 @@ def gemm_operands(M, N, K, seed=0):
     return a, b, c
 
 
-def gemm_args(a, b, c):
+def gemm_args(a, b, c, config=None):
+    """Runtime arguments of a non-split launch with K-major operands (A row-major, B^T row-major):
+    C = A @ B, or with ``config.swap_ab`` C^T = B^T A^T stored through the register epilogue."""
+    h = hopper_gemm
+    config = config or h.GemmConfig()
+    assert config.split_k == 1, "split-K: gemm_partial_args"
     M, K = a.shape
     N = b.shape[1]
+    bt = np.ascontiguousarray(b.T)
+    a_plan, b_plan = h.operand_plans(config, tylo.bf16, False, False)
+    if config.swap_ab:
+        ka, kb, mk, nk, ld_row, ld_col = bt, a, N, M, 1, N
+    else:
+        ka, kb, mk, nk, ld_row, ld_col = a, bt, M, N, N, 1
+    a_map, b_map = tylo.prepare_tma(a_plan, ka), tylo.prepare_tma(b_plan, kb)
+    c_map = a_map if config.direct else tylo.prepare_tma(h.C_TILE, c)
+    return [c_map, a_map, b_map, c, mk, nk, K, ld_row, ld_col, 1]
+
+
+def gemm_partial_args(a, b, config):
+    """Runtime arguments of the split-K kernel alone (``PARTIAL``): it writes ``splits`` f32 (M, N) planes
+    of a workspace (NaN-filled, so a plane left unwritten shows), one per K range, which
+    ``splitk_reduce`` would sum. Returns (arguments, workspace planes)."""
     h = hopper_gemm
-    return [tylo.prepare_tma(h.C_TILE, c), tylo.prepare_tma(h.A_TILE, a),
-            tylo.prepare_tma(h.B_TILE, np.ascontiguousarray(b.T)), M, N, K]
+    M, K = a.shape
+    N = b.shape[1]
+    ktiles = -(-K // h.k_step(tylo.bf16))
+    kper = -(-ktiles // min(config.split_k, ktiles))
+    splits = -(-ktiles // kper)
+    a_plan, b_plan = h.operand_plans(config, tylo.bf16, False, False)
+    a_map = tylo.prepare_tma(a_plan, a)
+    ws = np.full((splits, M, N), np.nan, np.float32)
+    return [a_map, a_map, tylo.prepare_tma(b_plan, np.ascontiguousarray(b.T)), ws.reshape(-1), M, N, K, N, 1,
+            splits], ws
 
 
 def relative_error(a, b, c):

@@ -42,13 +42,31 @@ def test_fp8_gemm_two_wgmma_groups_per_k_step(dtype):
 
     dt = getattr(ml_dtypes, dtype)
     tdt = tylo.f8e4m3 if dtype == "float8_e4m3fn" else tylo.f8e5m2
-    ir = h.hopper_gemm.lower(signature=[h.C_TILE, h.a_tile(tdt), h.b_tile(tdt), "i32", "i32", "i32"],
-                             constexprs={"STAGES": 2, "GROUP_M": 8, "C_BUFS": 2, "DTYPE": tdt}, block=(384,))
+    ir = gemm_ir(config=h.GemmConfig(stages=2), dtype=tdt)
     rng = np.random.default_rng(2)
     M, N, K = 128, 256, 256
     a = rng.standard_normal((M, K)).astype(dt)
     b = rng.standard_normal((K, N)).astype(dt)
     c = np.full((M, N), np.nan, ml_dtypes.bfloat16)
     run(ir, [tylo.prepare_tma(h.C_TILE, c), tylo.prepare_tma(h.a_tile(tdt), a),
-             tylo.prepare_tma(h.b_tile(tdt), np.ascontiguousarray(b.T)), M, N, K], grid=(1,), block=(384,))
+             tylo.prepare_tma(h.b_tile(tdt), np.ascontiguousarray(b.T)), c, M, N, K, N, 1, 1],
+        grid=(1,), block=(384,))
+    assert relative_error(a, b, c) < 4e-3
+
+
+# the small-shape configurations (GemmConfig) on the ragged 200 x 264 x 136, one persistent CTA
+SMALL_CONFIGS = {
+    "64-row-tma": dict(tn=64, consumers=1, stages=2),                         # 4 x 5 tiles, TMA epilogue
+    "64-row-swap-ab": dict(tn=64, consumers=1, stages=2, swap_ab=True, direct=True),   # C^T = B^T A^T
+    "tn40-register-epilogue": dict(tn=40, consumers=2, stages=3, direct=True),     # tn not a multiple of 64
+}
+
+
+@pytest.mark.parametrize("name", SMALL_CONFIGS)
+def test_small_configs_match_float64(name):
+    from hopper_support import hopper_gemm as h
+
+    cfg = h.GemmConfig(**SMALL_CONFIGS[name])
+    a, b, c = gemm_operands(200, 264, 136, seed=4)
+    run(gemm_ir(config=cfg), gemm_args(a, b, c, cfg), grid=(1,), block=(cfg.threads,), seed=1)
     assert relative_error(a, b, c) < 4e-3

@@ -1,12 +1,21 @@
 """Mutation tests of the hazard checker: every synchronisation of the example Hopper GEMM is removed or
 weakened in turn (in its IR), and each unsafe mutant must be reported as a hazard.
 
-The GEMM runs two 128 x 256 tiles with K = 192 (3 K steps each) through a 2-stage ring with 2 staging
-buffers per consumer in one persistent CTA, so every stage and staging buffer is reused, also across
-tiles. A mutant counts as caught when one of three scheduler seeds reports it; the original must pass
-on every seed.
+The mutants are derived from two specialisations of the kernel, which together hold every
+synchronisation point of its source:
+* ``tma``: the default configuration (128 x 256 tile, two consumers, TMA-store epilogue through
+  shared staging tiles) runs two tiles with K = 192 (3 K steps each) through a 2-stage ring with 2
+  staging buffers per consumer in one persistent CTA, so every stage and staging buffer is reused,
+  also across tiles.
+* ``splitk``: the split-K configuration (64 x 64 tile, one consumer, ``PARTIAL``: the register
+  epilogue writes f32 planes) runs 2 tiles x 3 K ranges = 6 work units of 2 K steps each through a
+  2-stage ring, so the ring's phases run on across work units of different K ranges. Its register
+  epilogue has no synchronisation of its own (each thread stores its own accumulator fragment);
+  ``splitk_reduce`` is a separate kernel (ordered after it by the stream) with none either.
+A mutant counts as caught when one of three scheduler seeds reports it; the originals must pass on
+every seed.
 
-Mutants judged safe (and therefore not required to be reported):
+Mutants judged safe (and therefore not required to be reported), in both specialisations:
 * removing ``fence.mbarrier_init`` alone, or the ``fence.proxy.async.shared::cta`` after the
   inits alone: either fence orders the same thread's ``mbarrier.init`` for the async proxy before the
   CTA barrier that publishes the barriers (PTX ISA 9.7.13.4 / 9.7.13.15); removing both is unsafe
@@ -18,12 +27,13 @@ Mutants judged safe (and therefore not required to be reported):
 
 Every other mutant (all waits, arrivals, commits, named barriers, the CTA barrier, the proxy
 fences of the epilogue, wrong parities) is reported. One representative per kind runs by default;
-the whole set is marked ``slow`` (``.ci/run`` runs it).
+the whole set is marked ``slow`` (``.ci/run`` runs it). Too few stages (one) is a reported deadlock.
 """
 import copy
 
+import numpy as np
 import pytest
-from hopper_support import gemm_args, gemm_ir, gemm_operands, relative_error
+from hopper_support import gemm_args, gemm_ir, gemm_operands, gemm_partial_args, hopper_gemm, relative_error
 
 from tylo.interpreter import HazardError, run
 from tylo.ir import types as T
@@ -36,6 +46,8 @@ SAFE = {("remove", "nv.fence", 0), ("remove", "nv.fence", 1),    # module doc: t
         ("remove", "nv.wgmma.fence", 1)}                            # the K loop's fence (chained accumulators)
 SEEDS = (0, 1, 2)
 SHAPE = (256, 256, 192)
+SPLIT_CONFIG = hopper_gemm.GemmConfig(tn=64, consumers=1, stages=2, split_k=3, direct=True)
+SPLIT_SHAPE = (64, 128, 384)      # 1 x 2 tiles, 6 K steps in 3 ranges of 2
 
 
 def _blocks(block):
@@ -89,65 +101,96 @@ def mutate(kernel, kind, name, occurrence):
     return k
 
 
-def _run(kernel, seed):
+def _run_tma(kernel, seed):
     a, b, c = gemm_operands(*SHAPE, seed=seed)
     run(kernel, gemm_args(a, b, c), grid=(1,), block=(384,), seed=seed)
     return relative_error(a, b, c)
 
 
-def _mutants():
-    base = gemm_ir(stages=2)
-    out = [("remove", n, k) for n, k in _sync_sites(base)]
-    out += [("flip_parity", "nv.mbarrier.wait", k) for _, k in _sync_sites(base) if _ == "nv.mbarrier.wait"]
+def _run_splitk(kernel, seed):
+    a, b, _ = gemm_operands(*SPLIT_SHAPE, seed=seed)
+    args, planes = gemm_partial_args(a, b, SPLIT_CONFIG)
+    run(kernel, args, grid=(1,), block=(SPLIT_CONFIG.threads,), seed=seed)
+    assert np.isfinite(planes).all(), "unwritten partial sums"
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    # f32 partial sums of bf16 products: far tighter than the bf16 output's rounding
+    return np.linalg.norm(planes.astype(np.float64).sum(0) - ref) / np.linalg.norm(ref)
+
+
+# each specialisation: its IR (``stages``: the ring depth) and a run returning its relative error
+BASES = {"tma": (lambda stages=2: gemm_ir(stages=stages), _run_tma),
+         "splitk": (lambda stages=2: gemm_ir(stages=stages, config=SPLIT_CONFIG), _run_splitk)}
+# bf16 C rounds to 2^-9; the split-K planes are f32 sums of exact bf16 products
+TOLERANCE = {"tma": 4e-3, "splitk": 1e-5}
+
+
+def _run(kernel, seed, base="tma"):
+    return BASES[base][1](kernel, seed)
+
+
+def _mutants(base):
+    kernel = BASES[base][0]()
+    sites = _sync_sites(kernel)
+    out = [(base, "remove", n, k) for n, k in sites]
+    out += [(base, "flip_parity", n, k) for n, k in sites if n == "nv.mbarrier.wait"]
     return out
 
 
-MUTANTS = _mutants()
+MUTANTS = _mutants("tma") + _mutants("splitk")
 # one quick mutant per kind of synchronisation runs by default
-REPRESENTATIVE = [("remove", "nv.mbarrier.wait", 1), ("remove", "nv.mbarrier.arrive", 0),
-                  ("remove", "nv.wgmma.wait_group", 0), ("remove", "nv.wgmma.commit_group", 1),
-                  ("remove", "nv.fence", 2), ("remove", "nv.named_barrier", 1), ("remove", "nv.tma.wait", 1),
-                  ("flip_parity", "nv.mbarrier.wait", 1), ("remove", "nv.wgmma.fence", 0)]
+REPRESENTATIVE = [("tma", "remove", "nv.mbarrier.wait", 1), ("tma", "remove", "nv.mbarrier.arrive", 0),
+                  ("tma", "remove", "nv.wgmma.wait_group", 0), ("tma", "remove", "nv.wgmma.commit_group", 1),
+                  ("tma", "remove", "nv.fence", 2), ("tma", "remove", "nv.named_barrier", 1),
+                  ("tma", "remove", "nv.tma.wait", 1), ("tma", "flip_parity", "nv.mbarrier.wait", 1),
+                  ("tma", "remove", "nv.wgmma.fence", 0), ("splitk", "remove", "nv.mbarrier.arrive", 1),
+                  ("splitk", "flip_parity", "nv.mbarrier.wait", 0)]
 
 
 def test_the_mutation_set_covers_every_kind_of_synchronisation():
-    names = {n for _, n, _ in MUTANTS}
+    names = {n for b, _, n, _ in MUTANTS if b == "tma"}
     assert names == set(SYNC_OPS)
-    assert len(MUTANTS) >= 25
+    # the split-K specialisation has every synchronisation of the ring and the WGMMA chain (its
+    # register epilogue has none): all but the TMA epilogue's named barriers and bulk-group ops
+    split = {n for b, _, n, _ in MUTANTS if b == "splitk"}
+    assert split == set(SYNC_OPS) - {"nv.named_barrier", "nv.tma.commit", "nv.tma.wait"}
+    assert len(MUTANTS) >= 50
 
 
+@pytest.mark.parametrize("base", BASES)
 @pytest.mark.parametrize("seed", SEEDS)
-def test_the_original_gemm_has_no_hazard(seed):
-    assert _run(gemm_ir(stages=2), seed) < 4e-3
+def test_the_original_gemm_has_no_hazard(base, seed):
+    assert _run(BASES[base][0](), seed, base) < TOLERANCE[base]
 
 
 def _params():
-    return [pytest.param(m, id=f"{m[0]}-{m[1]}-{m[2]}", marks=() if m in REPRESENTATIVE else pytest.mark.slow)
+    return [pytest.param(m, id="-".join(map(str, m)), marks=() if m in REPRESENTATIVE else pytest.mark.slow)
             for m in MUTANTS]
 
 
 @pytest.mark.parametrize("mutant", _params())
 def test_each_unsafe_mutant_is_reported(mutant):
-    kernel = mutate(gemm_ir(stages=2), *mutant)
+    base = mutant[0]
+    kernel = mutate(BASES[base][0](), *mutant[1:])
     reports = []
     for seed in SEEDS:
         try:
-            _run(kernel, seed)
+            _run(kernel, seed, base)
         except HazardError as e:
             reports.append(e)
             break
-    if mutant in SAFE:
+    if mutant[1:] in SAFE:
         return
     assert reports, f"mutant {mutant} ran without a hazard report on seeds {SEEDS}"
     # the report names the kernel's source: every side has a file:line of examples/hopper_gemm.py
     assert all("hopper_gemm.py:" in str(loc) for _, loc in reports[0].sides if loc != "?"), reports[0]
 
 
-def test_too_few_stages_is_a_reported_deadlock():
+@pytest.mark.parametrize("base", BASES)
+def test_too_few_stages_is_a_reported_deadlock(base):
     # one stage cannot hold the step in flight and the next one: the producer and consumers wait on
     # each other; the report says where each warp waits
     with pytest.raises(HazardError, match="deadlock") as e:
-        _run(gemm_ir(stages=1), 0)
+        _run(BASES[base][0](stages=1), 0, base)
     assert "nv.mbarrier.wait at" in str(e.value) and "hopper_gemm.py" in str(e.value)
 
 

@@ -45,17 +45,21 @@ def test_interpret_refuses_what_it_cannot_take():
 
 
 SCRIPT = """
-import sys, time
+import sys
 sys.path.insert(0, {examples!r})
 import ml_dtypes, numpy as np
+import tylo
 import hopper_gemm
-M, N, K = 200, 264, 136
+M, N, K = {shape}
+config = {config}
 rng = np.random.default_rng(0)
 a = rng.standard_normal((M, K)).astype(ml_dtypes.bfloat16)
 b = rng.standard_normal((K, N)).astype(ml_dtypes.bfloat16)
-for bb in (b, np.asfortranarray(b)):      # B MN-major (row-major) and K-major (column-major)
+for bb in {operands}:      # B MN-major (row-major) and/or K-major (column-major)
     c = np.full((M, N), np.nan, ml_dtypes.bfloat16)
-    hopper_gemm.launch(c, a, bb, M, N, K)  # unchanged: numpy in, numpy out
+    ran = hopper_gemm.launch(c, a, bb, M, N, K, config=config)  # unchanged: numpy in, numpy out
+    # the interpreter's pseudo-device has 4 SMs: without a config, launch runs choose_config's pick
+    assert ran == (config or hopper_gemm.choose_config(M, N, K, tylo.bf16, 4, True, bb is not b)), ran
     ref = a.astype(np.float64) @ b.astype(np.float64)
     got = c.astype(np.float64)
     assert np.isfinite(got).all()
@@ -63,11 +67,25 @@ for bb in (b, np.asfortranarray(b)):      # B MN-major (row-major) and K-major (
 """
 
 
+def _launch_in_subprocess(shape, config="None", operands="(b, np.asfortranarray(b))"):
+    env = dict(os.environ, TYLO_INTERPRET="1", PYTHONPATH=str(ROOT))
+    script = SCRIPT.format(examples=str(ROOT / "examples"), shape=shape, config=config, operands=operands)
+    out = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return [float(x) for x in out.stdout.split()]
+
+
 @pytest.mark.slow
 def test_hopper_gemm_launch_runs_unchanged_under_tylo_interpret():
-    env = dict(os.environ, TYLO_INTERPRET="1", PYTHONPATH=str(ROOT))
-    out = subprocess.run([sys.executable, "-c", SCRIPT.format(examples=str(ROOT / "examples"))], env=env,
-                         capture_output=True, text=True, timeout=600)
-    assert out.returncode == 0, out.stderr[-3000:]
-    errors = [float(x) for x in out.stdout.split()]
+    # the configuration launch chooses for the ragged 200 x 264 x 136 (the default 128 x 256 tile on 4 SMs)
+    errors = _launch_in_subprocess((200, 264, 136))
     assert len(errors) == 2 and all(e < 4e-3 for e in errors), errors
+
+
+def test_hopper_gemm_split_k_launch_sums_the_partials_with_splitk_reduce():
+    # K = 392 is 7 K steps cut into 3 ranges (3, 3, 1): three work units write f32 planes of the
+    # workspace, splitk_reduce sums them in order into bf16 C (ragged M and N: the register epilogue
+    # and the reduction bound-check them)
+    config = "hopper_gemm.GemmConfig(tn=64, consumers=1, stages=2, split_k=3, direct=True)"
+    errors = _launch_in_subprocess((72, 136, 392), config, "(np.asfortranarray(b),)")
+    assert len(errors) == 1 and errors[0] < 4e-3, errors

@@ -556,11 +556,19 @@ def _export_dlpack(array: DeviceArray):
 
 
 def empty(shape, dtype) -> DeviceArray:
-    """Uninitialised device array (C-contiguous)."""
+    """Uninitialised device array (C-contiguous); a numpy array under TYLO_INTERPRET=1, where kernels run
+    in the interpreter on host arrays (so host code that allocates a workspace runs unchanged)."""
+    from .driver import interpreting
+    if interpreting():
+        return np.empty(shape, numpy_dtype(dtype))
     return DeviceArray(shape, dtype)
 
 
 def zeros(shape, dtype) -> DeviceArray:
+    """Zeroed device array (a numpy array under TYLO_INTERPRET=1, as ``empty``)."""
+    from .driver import interpreting
+    if interpreting():
+        return np.zeros(shape, numpy_dtype(dtype))
     return DeviceArray(shape, dtype).fill_bytes(0)
 
 
