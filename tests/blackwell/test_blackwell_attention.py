@@ -94,9 +94,10 @@ def _batched(sq, sk, d, causal, h=1, hk=1, b=1, seed=0):
         _check_sequence(o[i], lse[i], q[i], k[i], v[i], causal, 1 / math.sqrt(d))
 
 
-FAST = [(1, 1, 64, False), (128, 128, 64, False), (128, 128, 128, True), (256, 64, 64, True)]
-SLOW = [(1, 1, 128, False), (128, 128, 128, False), (128, 128, 64, True), (200, 333, 64, False),
-        (200, 333, 128, True), (256, 64, 128, False), (256, 64, 128, True)]
+# interpreter time on this 2-core machine: about 2-6 s per FAST case, 14-17 s per SLOW one
+FAST = [(1, 1, 64, False), (1, 1, 128, False), (128, 128, 64, False), (128, 128, 128, False), (128, 128, 64, True),
+        (128, 128, 128, True), (256, 64, 64, True), (256, 64, 128, False), (256, 64, 128, True)]
+SLOW = [(200, 333, 64, False), (200, 333, 128, True)]
 
 
 @pytest.mark.parametrize("sq, sk, d, causal", FAST)
