@@ -213,3 +213,16 @@ def test_mutants_are_reported(name, occurrence, why):
         except HazardError:
             return
     pytest.fail(f"removing {name} #{occurrence} ({why}) ran without a hazard report")
+
+
+def test_varlen_with_an_empty_key_sequence():
+    # sequence 0 has no keys (no key block: the MMA thread commits o_full with no MMA, the epilogue
+    # writes zeros); sequence 1 is ordinary
+    rng = np.random.default_rng(6)
+    cu_q, cu_k = np.array([0, 3, 5], np.int32), np.array([0, 0, 40], np.int32)
+    q = rng.standard_normal((5, 1, 64)).astype(BF16)
+    k = rng.standard_normal((40, 1, 64)).astype(BF16)
+    v = rng.standard_normal((40, 1, 64)).astype(BF16)
+    o, lse = ba.attention(q, k, v, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k)
+    assert (o[:3].astype(np.float32) == 0).all() and np.isneginf(lse[:, :3]).all()
+    _check_sequence(o[3:], lse[:, 3:], q[3:], k, v, False, 1 / 8)
