@@ -180,8 +180,10 @@ def attention_fwd(o, lse, q_map, k_map, v_map, cu_q, cu_k, heads, group, q_row_m
             row = m0 + tid
             # keys this row may see: [0, limit)
             limit = seqlen_k
+            tile_limit = seqlen_k                # the smallest limit of the tile's rows
             if CAUSAL:
                 limit = tylo.minimum(seqlen_k, tylo.maximum(row + 1 + seqlen_k - seqlen_q, 0))
+                tile_limit = tylo.minimum(seqlen_k, tylo.maximum(m0 + 1 + seqlen_k - seqlen_q, 0))
             s_access = partition(TmemTransfer((32, BN), axis=1), window(S_TILE, (32 * w, 0), (32, BN)))
             p_access = partition(TmemTransfer((32, BN), axis=1), window(P_TILE, (32 * w, 0), (32, BN)))
             m = tylo.f32(NEG_INF)               # the max used in the exponent (raw score units)
@@ -191,8 +193,9 @@ def attention_fwd(o, lse, q_map, k_map, v_map, cu_q, cu_k, heads, group, q_row_m
                 tc.fence_after_thread_sync()
                 sf = tc.wait_load(tc.load_async(s_access, base))
                 n0 = j * BN
-                sf = tylo.fragment(tylo.f32, sf.ownership,
-                                   [tylo.where(n0 + i < limit, sf[i], NEG_INF) for i in range(BN)])
+                if n0 + BN > tile_limit:        # CTA-uniform: only blocks that cross a row's limit are masked
+                    sf = tylo.fragment(tylo.f32, sf.ownership,
+                                       [tylo.where(n0 + i < limit, sf[i], NEG_INF) for i in range(BN)])
                 m_blk = sf.max(axis=1)[0]
                 # conditional rescale: move the max only when it grew by more than the threshold
                 moved = (m_blk - m) * scale_log2 > RESCALE_THRESHOLD
