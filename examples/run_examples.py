@@ -13,9 +13,16 @@ import tylo  # noqa: E402
 from tylo.runtime import driver  # noqa: E402
 
 EXAMPLES = ["vector_add", "block_reduction", "softmax", "warp_gemm", "hopper_gemm", "blackwell_attention_tile",
-            "blackwell_gemm"]
-ARCH = {"blackwell_attention_tile": "sm_100a", "blackwell_gemm": "sm_100a"}  # tcgen05/TMEM exist only there
-INTERPRETED = {"blackwell_gemm"}  # run() executes in tylo's interpreter (no sm_100a GPU here), GPU or not
+            "blackwell_gemm", "blackwell_attention"]
+ARCH = {"blackwell_attention_tile": "sm_100a", "blackwell_gemm": "sm_100a",  # tcgen05/TMEM exist only there
+        "blackwell_attention": "sm_100a"}
+# run() executes in tylo's interpreter (no sm_100a GPU here), GPU or not
+INTERPRETED = {"blackwell_gemm", "blackwell_attention"}
+
+
+def _tma_name(x) -> str:
+    plan = getattr(x, "plan", x)        # tma.batched(plan) stands for a 3-D binding
+    return f"tma<{plan.dtype} {plan.shape[0]}x{plan.shape[1]}{' batched' if plan is not x else ''}>"
 
 
 def main(argv=None) -> int:
@@ -31,9 +38,9 @@ def main(argv=None) -> int:
             ms = (time.perf_counter() - t0) * 1e3
             r = ck.resources
             sig = signature if isinstance(signature, str) else ", ".join(
-                x if isinstance(x, str) else f"tma<{x.dtype} {x.shape[0]}x{x.shape[1]}>" for x in signature)
-            spec = sig + "".join(f", {k}={v}" for k, v in constexprs.items())
-            spec += "" if arch == "sm_90a" else f" [{arch}]"
+                x if isinstance(x, str) else _tma_name(x) for x in signature)
+            spec = (sig + "".join(f", {k}={v}" for k, v in constexprs.items())
+                    + ("" if arch == "sm_90a" else f" [{arch}]"))
             when = f"{ms:.1f}" + (" (cache hit)" if ck.from_cache else "")
             rows.append((kernel.__name__, spec, r.registers, r.spill_bytes, r.shared_bytes + ck.shared_bytes, when))
     wk = max(len(r[0]) for r in rows)

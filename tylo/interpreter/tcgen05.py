@@ -88,12 +88,14 @@ def _mma(th, op, ins, t):
         raise InterpreterError(f"{op.loc}: tcgen05.mma with M = 128 writes lanes 0..127: the D address's lane is "
                                f"{d_lane}")
     tm.owned(d_col, N, op)
+    tm.check_thread_stores(th, slice(0, M), d_col, N, op, "accumulates into" if enable else "overwrites")
     b_addr = decode_tcgen05_operand(b_desc, N, K, b_t.itemsize, bool(f["transpose_b"]))
     reads = [_Read(op, int(b_addr.min()), int(b_addr.max()) + b_t.itemsize)]
     if op.attrs["a_tmem"]:
         a_lane, a_col = int(a) >> 16, int(a) & 0xFFFF
         per = 4 // a_t.itemsize
         tm.owned(a_col, K // per, op)
+        tm.check_thread_stores(th, slice(a_lane, a_lane + M), a_col, K // per, op, "reads A from")
         for _warp, st in tm.stores_in_flight.items():
             m.hazard("TMEM operand stored without wait::st",
                      "a tcgen05.mma reads A from TMEM while a tcgen05.st that no tcgen05.wait::st completed may "
@@ -126,6 +128,9 @@ def _mma(th, op, ins, t):
     aop.reads = reads
     tm.mma[aop.id] = aop
     tm.writer[d_col:d_col + N] = aop.id       # in flight from the issue on
+    tm.mma_writes(slice(0, M), d_col, N)
+    if a_addr is None:
+        tm.reader[a_col:a_col + K // per] = aop.id
     cta.state["tcgen05_last"] = aop
     cta.state.setdefault("tcgen05_issued", []).append(aop)
     m.issue(aop)

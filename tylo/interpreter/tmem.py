@@ -34,8 +34,14 @@ class Tmem:
         self.allocated = {}          # first column -> (columns, op)
         self.relinquished = False
         self.writer = np.zeros(COLUMNS, np.int64)     # id of the tcgen05.mma that last wrote each column
+        self.reader = np.zeros(COLUMNS, np.int64)     # id of the tcgen05.mma that last read each column (A)
         self.mma = {}                # id -> AsyncOp
         self.stores_in_flight = {}   # warp -> the tcgen05.st op not yet waited for
+        # per cell: the thread (vector-clock slot) whose tcgen05.st last wrote it (-1: none since an MMA
+        # wrote it), that thread's epoch at the store, and the store op
+        self.store_thread = np.full((LANES, COLUMNS), -1, np.int64)
+        self.store_epoch = np.zeros((LANES, COLUMNS), np.int64)
+        self.store_op = {}           # thread slot -> its last tcgen05.st (for the report)
 
     def owned(self, col0, ncols, op):
         for start, (n, _) in self.allocated.items():
@@ -52,6 +58,41 @@ class Tmem:
                 self.cta.m.hazard("TMEM read of an MMA in flight",
                                   "a warp reads TMEM columns a tcgen05.mma writes, without a completed wait on the "
                                   "mbarrier its tcgen05.commit signals", [("the MMA", a.op.loc), ("the read", op.loc)])
+
+
+    def check_thread_stores(self, thread, lanes, col0, ncols, op, what):
+        """A tcgen05.mma by ``thread`` touches cells other threads wrote with tcgen05.st: each store must
+        happen before the issue (the issuer's vector clock covers the storing thread's epoch at the
+        store: a barrier, or an mbarrier arrive observed by the issuer's wait, in between)."""
+        if thread.clock is None:
+            return
+        writers = self.store_thread[lanes, col0:col0 + ncols]
+        mask = (writers >= 0) & (writers != thread.index)
+        if not mask.any():
+            return
+        late = thread.clock[writers[mask]] < self.store_epoch[lanes, col0:col0 + ncols][mask]
+        if late.any():
+            st = self.store_op.get(int(writers[mask][late.argmax()]))
+            self.cta.m.hazard("TMEM store not synchronised with the MMA",
+                              f"a tcgen05.mma {what} TMEM cells another thread wrote with tcgen05.st, with no "
+                              f"barrier or observed mbarrier arrive from that thread in between",
+                              [("the tcgen05.st", st.loc if st is not None else op.loc), ("the tcgen05.mma", op.loc)])
+
+    def check_store_after_mma(self, thread, col0, ncols, op):
+        """A tcgen05.st into columns an MMA reads (A from TMEM) or writes, before the storing thread observed
+        that MMA's commit: the MMA may still read the old values or overwrite the new ones."""
+        ids = np.concatenate([self.writer[col0:col0 + ncols], self.reader[col0:col0 + ncols]])
+        for i in np.unique(ids[ids != 0]):
+            if int(i) not in thread.seen:
+                a = self.mma[int(i)]
+                self.cta.m.hazard("TMEM store while an MMA in flight uses it",
+                                  "a warp stores into TMEM columns a tcgen05.mma reads or writes, without a completed "
+                                  "wait on the mbarrier its tcgen05.commit signals", [("the MMA", a.op.loc),
+                                                                                       ("the store", op.loc)])
+
+    def mma_writes(self, lanes, col0, ncols):
+        """The cells an MMA writes are the MMA's now (its commit orders later readers)."""
+        self.store_thread[lanes, col0:col0 + ncols] = -1
 
 
 def tmem_of(cta) -> Tmem:
@@ -165,8 +206,17 @@ def _st(machine, op, lanes):
     tm = tmem_of(th.cta)
     lane0, col0, where, ncols = _cells(op, lanes, th.linear // 32)
     tm.owned(col0, ncols, op)
+    tm.check_store_after_mma(th, col0, ncols, op)
     src_t = numpy_dtype(op.operands[1].type) if len(op.operands) > 1 else np.uint32
+    warp = {t.linear % 32: t for t in _warp_threads(machine, lanes)}
     for t, cells in where.items():
+        owner = warp.get(t)
+        if owner is not None and owner.clock is not None:
+            rows = [lane0 + ln for ln, _ in cells]
+            cols = [col0 + c for _, c in cells]
+            tm.store_thread[rows, cols] = owner.index
+            tm.store_epoch[rows, cols] = owner.clock[owner.index]
+            tm.store_op[owner.index] = op
         vals = lanes[t][1:]
         bits = np.array(vals, src_t).view(np.uint32) if src_t != np.int32 else \
             np.array([int(v) & 0xFFFFFFFF for v in vals], np.uint32)

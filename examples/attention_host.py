@@ -1,0 +1,191 @@
+"""Host-side argument handling shared by the attention examples (Blackwell now, Hopper later).
+
+``check_attention_args(q, k, v, ...)`` validates the arguments of
+
+    o, lse = attention(q, k, v, causal=False, scale=None, cu_seqlens_q=None, cu_seqlens_k=None,
+                       max_seqlen_q=None, max_seqlen_k=None)
+
+before anything reaches a GPU, and returns an ``AttentionProblem`` (a frozen record of the shapes
+and defaults) that a kernel's launcher turns into its own arguments. It is written against the
+array protocol the examples accept (torch and cupy tensors, tylo device arrays, numpy arrays for the
+interpreter): ``.shape``, ``.dtype`` and element strides (``.stride()`` or ``.strides`` in bytes).
+
+The rules (issue 11):
+* batched: q (batch, seqlen_q, heads, head_dim), k and v (batch, seqlen_k, kv_heads, head_dim);
+* varlen: q (total_q, heads, head_dim), k and v (total_k, kv_heads, head_dim) with int32
+  ``cu_seqlens_q`` / ``cu_seqlens_k`` of batch + 1 ascending offsets starting at 0 and ending at the
+  total; ``max_seqlen_*`` default to the largest length (and must not be smaller);
+* bf16 or f16, all three of one dtype; any strides with a contiguous last dimension;
+* head_dim in ``SUPPORTED_HEAD_DIMS`` (64, 128, 256) unless the caller narrows it;
+* ``heads % kv_heads == 0`` (GQA, MQA);
+* ``scale`` defaults to 1 / sqrt(head_dim).
+
+Every error is a ValueError or TypeError whose message starts with ``attention:`` and names the
+argument.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+SUPPORTED_HEAD_DIMS = (64, 128, 256)
+SUPPORTED_DTYPES = ("bfloat16", "float16")
+
+__all__ = ["AttentionProblem", "check_attention_args", "dtype_name", "element_strides", "SUPPORTED_HEAD_DIMS",
+           "SUPPORTED_DTYPES"]
+
+
+@dataclass(frozen=True)
+class AttentionProblem:
+    """The validated shapes of one attention call.
+
+    ``seqlens_q`` / ``seqlens_k``: the per-sequence lengths (a tuple, batch entries);
+    ``offsets_q`` / ``offsets_k``: the packed row offsets (batch + 1 entries; for the batched form
+    ``b * seqlen``); ``varlen``: whether q, k, v are packed (3-D).
+    """
+
+    batch: int
+    heads: int
+    kv_heads: int
+    head_dim: int
+    dtype: str
+    causal: bool
+    scale: float
+    varlen: bool
+    seqlens_q: tuple
+    seqlens_k: tuple
+    offsets_q: tuple
+    offsets_k: tuple
+    max_seqlen_q: int
+    max_seqlen_k: int
+
+    @property
+    def group(self) -> int:
+        """Query heads per KV head."""
+        return self.heads // self.kv_heads
+
+
+def dtype_name(x) -> str:
+    """'bfloat16', 'float16', 'int32', ... for numpy, ml_dtypes, torch and cupy dtypes."""
+    name = str(getattr(x, "dtype", x))
+    return name.rsplit(".", 1)[-1]
+
+
+def element_strides(x) -> tuple:
+    """Strides in elements: torch's ``.stride()``, or numpy/cupy byte ``.strides`` divided by the item size."""
+    stride = getattr(x, "stride", None)
+    if callable(stride):
+        return tuple(int(s) for s in stride())
+    item = x.itemsize if hasattr(x, "itemsize") else x.dtype.itemsize
+    return tuple(int(s) // item for s in x.strides)
+
+
+def _shape(x, name: str) -> tuple:
+    if not hasattr(x, "shape") or not hasattr(x, "dtype"):
+        raise TypeError(f"attention: {name} must be an array (torch/cupy tensor, tylo device array or numpy "
+                        f"array), got {type(x).__name__}")
+    return tuple(int(s) for s in x.shape)
+
+
+def _host_ints(x, name: str) -> tuple:
+    """The values of a small int32 offsets array (copied to the host: torch, cupy or numpy)."""
+    if dtype_name(x) != "int32":
+        raise TypeError(f"attention: {name} must be int32, got {dtype_name(x)}")
+    shape = _shape(x, name)
+    if len(shape) != 1 or shape[0] < 2:
+        raise ValueError(f"attention: {name} must be 1-D with batch + 1 >= 2 entries, got shape {shape}")
+    if hasattr(x, "cpu"):      # torch
+        x = x.cpu()
+    if hasattr(x, "get"):      # cupy
+        x = x.get()
+    return tuple(int(v) for v in x.tolist())
+
+
+def _offsets(x, name: str, total: int, batch: int | None) -> tuple:
+    vals = _host_ints(x, name)
+    if batch is not None and len(vals) != batch + 1:
+        raise ValueError(f"attention: {name} has {len(vals)} entries; cu_seqlens_q has {batch + 1} "
+                         f"(both are batch + 1 long)")
+    if vals[0] != 0:
+        raise ValueError(f"attention: {name} must start at 0, got {vals[0]}")
+    if any(b < a for a, b in zip(vals, vals[1:])):
+        raise ValueError(f"attention: {name} must be ascending (non-decreasing), got {list(vals)}")
+    if vals[-1] != total:
+        raise ValueError(f"attention: {name} ends at {vals[-1]}, but the packed tensor has {total} rows")
+    return vals
+
+
+def _max_seqlen(given, lengths, name: str) -> int:
+    longest = max(lengths) if lengths else 0
+    if given is None:
+        return longest
+    if not isinstance(given, int) or isinstance(given, bool) or given < longest:
+        raise ValueError(f"attention: {name} must be an int at least the longest sequence ({longest}), got {given!r}")
+    return given
+
+
+def check_attention_args(q, k, v, causal=False, scale=None, cu_seqlens_q=None, cu_seqlens_k=None,
+                         max_seqlen_q=None, max_seqlen_k=None, head_dims=SUPPORTED_HEAD_DIMS) -> AttentionProblem:
+    """Validate the arguments of ``attention`` (see the module docstring); returns an AttentionProblem.
+
+    ``head_dims``: the head dimensions this kernel supports (a subset of SUPPORTED_HEAD_DIMS).
+    """
+    shapes = {name: _shape(x, name) for name, x in (("q", q), ("k", k), ("v", v))}
+    varlen = cu_seqlens_q is not None or cu_seqlens_k is not None
+    if varlen and (cu_seqlens_q is None or cu_seqlens_k is None):
+        missing = "cu_seqlens_k" if cu_seqlens_k is None else "cu_seqlens_q"
+        raise ValueError(f"attention: {missing} is missing: varlen needs both cu_seqlens_q and cu_seqlens_k")
+    rank = 3 if varlen else 4
+    for name, shape in shapes.items():
+        if len(shape) != rank:
+            form = ("packed (total, heads, head_dim) because cu_seqlens are given" if varlen
+                    else "(batch, seqlen, heads, head_dim)")
+            raise ValueError(f"attention: {name} must be {rank}-D, {form}; got shape {shape}")
+    dtypes = {name: dtype_name(x) for name, x in (("q", q), ("k", k), ("v", v))}
+    if dtypes["q"] not in SUPPORTED_DTYPES:
+        raise TypeError(f"attention: q must be bfloat16 or float16, got {dtypes['q']}")
+    for name in ("k", "v"):
+        if dtypes[name] != dtypes["q"]:
+            raise TypeError(f"attention: {name} is {dtypes[name]} but q is {dtypes['q']} (one dtype for all three)")
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        if element_strides(x)[-1] != 1:
+            raise ValueError(f"attention: {name} must have a contiguous last dimension (stride 1), got strides "
+                             f"{element_strides(x)}")
+    sq, sk, sv = shapes["q"], shapes["k"], shapes["v"]
+    head_dim, heads, kv_heads = sq[-1], sq[-2], sk[-2]
+    if head_dim not in head_dims:
+        raise ValueError(f"attention: head_dim (q.shape[-1]) must be one of {tuple(head_dims)}, got {head_dim}")
+    if sk[-1] != head_dim or sv[-1] != head_dim:
+        raise ValueError(f"attention: k and v must have q's head_dim {head_dim}; got k {sk}, v {sv}")
+    if sv != sk:
+        raise ValueError(f"attention: v must have k's shape {sk}, got {sv}")
+    if kv_heads < 1 or heads % kv_heads:
+        raise ValueError(f"attention: heads ({heads}, q.shape[-2]) must be a multiple of kv_heads ({kv_heads}, "
+                         f"k.shape[-2])")
+    if not isinstance(causal, bool):
+        raise TypeError(f"attention: causal must be a bool, got {causal!r}")
+    if scale is None:
+        scale = 1.0 / math.sqrt(head_dim)
+    elif isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale):
+        raise TypeError(f"attention: scale must be a finite float, got {scale!r}")
+    if varlen:
+        off_q = _offsets(cu_seqlens_q, "cu_seqlens_q", sq[0], None)
+        batch = len(off_q) - 1
+        off_k = _offsets(cu_seqlens_k, "cu_seqlens_k", sk[0], batch)
+        lens_q = tuple(b - a for a, b in zip(off_q, off_q[1:]))
+        lens_k = tuple(b - a for a, b in zip(off_k, off_k[1:]))
+    else:
+        for name, given in (("max_seqlen_q", max_seqlen_q), ("max_seqlen_k", max_seqlen_k)):
+            if given is not None:
+                raise ValueError(f"attention: {name} is only for varlen calls (with cu_seqlens_q/cu_seqlens_k)")
+        batch = sq[0]
+        if sk[0] != batch:
+            raise ValueError(f"attention: k has batch {sk[0]} but q has batch {batch}")
+        lens_q, lens_k = (sq[1],) * batch, (sk[1],) * batch
+        off_q = tuple(b * sq[1] for b in range(batch + 1))
+        off_k = tuple(b * sk[1] for b in range(batch + 1))
+    return AttentionProblem(
+        batch=batch, heads=heads, kv_heads=kv_heads, head_dim=head_dim, dtype=dtypes["q"], causal=causal,
+        scale=float(scale), varlen=varlen, seqlens_q=lens_q, seqlens_k=lens_k, offsets_q=off_q, offsets_k=off_k,
+        max_seqlen_q=_max_seqlen(max_seqlen_q, lens_q, "max_seqlen_q"),
+        max_seqlen_k=_max_seqlen(max_seqlen_k, lens_k, "max_seqlen_k"))
