@@ -101,17 +101,29 @@ def operand_encoding(plan: WGMMA64, role, layout, what: str):
         inner = Layout(tuple(m[0] for m in modes), tuple(m[1] for m in modes))
         return inner if sw is None else ComposedLayout(sw, inner)
 
-    whole = sub((mn, k))
-    why = swizzled_structure_reason(whole, plan.dtype.itemsize)
-    if why is not None:
-        raise LangError(f"{what}: {role!r} is not a canonical shared-memory encoding: {why}")
     st = swizzled_structure(sub((mn, plan.instr_k)), plan.dtype.itemsize)
+    steps = tuple(lin((0, i * plan.instr_k)) for i in range(plan.instructions))
+    why = swizzled_structure_reason(sub((mn, k)), plan.dtype.itemsize)
+    if why is not None and not (st is not None and _slices_are_translates(lin, mn, plan.instr_k, steps)):
+        raise LangError(f"{what}: {role!r} is not a canonical shared-memory encoding: {why}")
     if st is None:
         raise LangError(f"{what}: one K={plan.instr_k} instruction of {role!r} is not a canonical encoding")
     if plan.dtype.itemsize == 1 and st.major != "K":
         raise LangError(f"{what}: fp8 operands must be K-major, got {st.major}-major")
-    steps = tuple(lin((0, i * plan.instr_k)) for i in range(plan.instructions))
     return st, st.major, lin, steps
+
+
+def _slices_are_translates(lin, mn: int, instr_k: int, steps) -> bool:
+    """Whether every instruction's (mn, instr_k) slice of ``lin`` is the first slice shifted by its
+    step: each descriptor describes one slice, so an operand longer along K than one canonical
+    encoding (a K-major operand over several TMA boxes along K) is read correctly slice by slice.
+    The swizzle needs nothing more: the hardware applies it to the addresses, which are then the
+    tile's own."""
+    from ...layouts import offsets_table
+
+    table = offsets_table(lin)
+    first = table[:mn, :instr_k]
+    return all((table[:mn, i * instr_k:(i + 1) * instr_k] == first + step).all() for i, step in enumerate(steps))
 
 
 class WGMMAOperand:
