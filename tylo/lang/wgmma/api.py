@@ -13,8 +13,14 @@ from ...ir import types as T
 from ...layouts import Ownership, swizzled_structure_reason
 from ..base import LangError, builtin
 from ..operands import OperandA, OperandB
-from .plan import (WGMMA64, accumulator_ownership, accumulator_registers, operand_shape, smem_descriptor,
-                   wgmma_instruction)
+from .plan import (
+    WGMMA64,
+    accumulator_ownership,
+    accumulator_registers,
+    operand_shape,
+    smem_descriptor,
+    wgmma_instruction,
+)
 from .raw import require_sm90a, wgmma_commit_group, wgmma_fence, wgmma_wait_group
 
 __all__ = [
@@ -30,6 +36,7 @@ __all__ = [
 #   b = wgmma_operand(plan, OperandB, b_tile, (col, 0))
 #   pending = mma_async(plan, a, b, acc)                 # fence, K / instr_k instructions, commit
 #   acc = wait_mma(pending)                              # wgmma.wait_group 0, registers tied through it
+#   s = wait_mma(s_pending, pending=1)                   # wait_group 1: s done, one newer group in flight
 #   result = finish_mma(acc)                             # Fragment with the accumulator ownership
 
 
@@ -202,7 +209,8 @@ def wgmma_operand(plan, role, tile, origin=(0, 0), *, _ctx):
             raise LangError(f"{what}: the {name} origin {v} must be a multiple of {rule}")
         extent = _layout_extent(lin, axis)
         if v is not None and not 0 <= v <= extent - operand_shape(plan, role)[axis]:
-            raise LangError(f"{what}: the operand at origin {total} leaves the tile {_layout_extent(lin, 0), _layout_extent(lin, 1)}")
+            extents = (_layout_extent(lin, 0), _layout_extent(lin, 1))
+            raise LangError(f"{what}: the operand at origin {total} leaves the tile {extents}")
     # the unswizzled offset: under the origin rules the swizzle does not move the origin element,
     # and the hardware applies the swizzle to the addresses it forms from the descriptor
     from .. import core as L
@@ -232,9 +240,12 @@ class PendingAccumulator:
     """Accumulators of WGMMAs in flight (``mma_async``'s result). Registers are owned by the
     asynchronous instructions: the only uses are ``wait_mma`` and further ``mma_async``."""
 
-    def __init__(self, plan: WGMMA64, parts):
+    def __init__(self, plan: WGMMA64, parts, group=None):
         self.plan = plan
         self.parts = tuple(tuple(p) for p in parts)
+        # the commit group's mark (Context.count_commit); not part of the static type, so an
+        # accumulator carried through a loop or a branch forgets it (the count is unknown there)
+        self.group = group
 
     def __tylo_flatten__(self):
         return [v for p in self.parts for v in p], (self.plan, len(self.parts))
@@ -284,8 +295,8 @@ WGMMA64.__tylo_zero_accumulator__ = lambda self, ctx: _zero_accumulator(self, ct
 
 
 def _acc_parts(plan, acc, what):
-    from ..fragment import Fragment
     from ...layouts import same_distribution
+    from ..fragment import Fragment
 
     if isinstance(acc, (PendingAccumulator, PartialAccumulator)):
         if acc.plan != plan:
@@ -306,8 +317,8 @@ def _acc_parts(plan, acc, what):
 
 
 def _a_registers(ctx, plan, a, what):
-    from ..fragment import Fragment, PackedFragment, pack
     from ...layouts import same_distribution
+    from ..fragment import Fragment, PackedFragment, pack
 
     own = a_register_ownership(plan)
     if isinstance(a, PackedFragment):
@@ -368,32 +379,60 @@ def mma_async(plan, a, b, acc, *, _ctx):
         if a_regs is None:
             da = _advance(_ctx, a.desc, a.steps[i])
             op = _ctx.builder.create("nv.wgmma.mma_async", [da, db, one, *parts[pi]], [T.f32] * n,
-                                     {"shape": ins.shape, "dtype": ins.dtype, "n": plan.n, "immediates": ins.immediates})
+                                     {"shape": ins.shape, "dtype": ins.dtype, "n": plan.n,
+                                      "immediates": ins.immediates})
         else:
             imms = ins.immediates[:2] + ins.immediates[3:]   # no imm-trans-a with A in registers
             words = a_regs[4 * i:4 * i + 4]
             op = _ctx.builder.create("nv.wgmma.mma_async_rs", [*words, db, one, *parts[pi]], [T.f32] * n,
-                                     {"shape": ins.shape, "dtype": ins.dtype, "n": plan.n, "immediates": imms, "a_regs": 4})
+                                     {"shape": ins.shape, "dtype": ins.dtype, "n": plan.n, "immediates": imms,
+                                      "a_regs": 4})
         parts[pi] = list(op.results)
-    wgmma_commit_group(_ctx=_ctx)
-    return PendingAccumulator(plan, parts)
+    group = wgmma_commit_group(_ctx=_ctx)
+    return PendingAccumulator(plan, parts, group)
 
 
 @builtin
-def wait_mma(pending, n=0, *, _ctx):
-    """``wgmma.wait_group n`` with the accumulator registers tied through it. ``n == 0``: the
-    completed accumulator (a Fragment, or a PartialAccumulator for several partitions); ``n > 0``:
-    still a PendingAccumulator (its newest ``n`` groups may be in flight)."""
+def wait_mma(acc, n=0, *, pending=None, _ctx):
+    """``wgmma.wait_group`` with the accumulator registers tied through it.
+
+    ``wait_mma(acc)``: ``wait_group 0``, the completed accumulator (a Fragment, or a
+    PartialAccumulator for several partitions).
+
+    ``wait_mma(acc, pending=n)``: ``wait_group n`` (the newest ``n`` groups may stay in flight) and
+    the completed accumulator, which requires ``acc``'s group to be older than those ``n``: at least
+    ``n`` groups committed after it, in the same straight-line code. Otherwise a compile error says
+    how many were (accumulators of the newer groups stay pending: wait for them later).
+
+    ``wait_mma(acc, n)`` (positional, ``n > 0``): ``wait_group n`` and ``acc`` still pending, for
+    pipelines that wait for older groups (to release their buffers) while ``acc`` keeps accumulating.
+    """
     from ..fragment import Fragment
 
-    if not isinstance(pending, PendingAccumulator):
-        raise LangError(f"wait_mma takes mma_async's pending accumulator, got {pending!r}")
-    plan = pending.plan
-    flat = wgmma_wait_group(n, tuple(v for p in pending.parts for v in p), _ctx=_ctx)
+    if not isinstance(acc, PendingAccumulator):
+        raise LangError(f"wait_mma takes mma_async's pending accumulator, got {acc!r}")
+    strict = pending is not None
+    if strict:
+        n = pending
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        raise LangError(f"wait_mma: the number of groups left in flight must be a non-negative compile-time int, "
+                        f"got {n!r}")
+    if strict and n:
+        later = _ctx.commits_since("wgmma", acc.group)
+        if later is None:
+            raise LangError(f"wait_mma(acc, pending={n}): tylo cannot tell how many WGMMA groups were committed "
+                            f"after this accumulator's (it came through a loop or a branch, or the wait is in "
+                            f"another block than its mma_async); wait_mma(acc) waits for every group")
+        if later < n:
+            raise LangError(f"wait_mma(acc, pending={n}): this accumulator's commit group is still in flight "
+                            f"after wgmma.wait_group {n}: only {later} group(s) were committed after it, and the "
+                            f"newest {n} may still run; use pending={later} or fewer (or commit more work first)")
+    plan = acc.plan
+    flat = wgmma_wait_group(n, tuple(v for p in acc.parts for v in p), _ctx=_ctx)
     k = accumulator_registers(plan)
-    parts = [flat[i * k:(i + 1) * k] for i in range(len(pending.parts))]
-    if n:
-        return PendingAccumulator(plan, parts)
+    parts = [flat[i * k:(i + 1) * k] for i in range(len(acc.parts))]
+    if n and not strict:
+        return PendingAccumulator(plan, parts, acc.group)
     if plan.partitions == 1:
         return Fragment(T.f32, accumulator_ownership(plan), parts[0])
     return PartialAccumulator(plan, parts)
@@ -402,8 +441,8 @@ def wait_mma(pending, n=0, *, _ctx):
 @builtin
 def finish_mma(acc, *, _ctx):
     """A plain f32 Fragment with ``accumulator_ownership(plan)``: the partitions summed."""
-    from ..fragment import Fragment
     from .. import core as L
+    from ..fragment import Fragment
 
     if isinstance(acc, Fragment):
         return acc
