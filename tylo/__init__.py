@@ -13,8 +13,9 @@ from .lang.core import (SharedArray, abs, atomic_add, atomic_cas, atomic_exch, a
                         minimum, printf, rcp, rsqrt, shared_array, shfl_down, shfl_sync, shfl_up, shfl_xor, sin, sqrt,
                         static_assert, static_range, sync_threads, tanh, thread_idx, warp_id, where)
 from .lang.fragment import Fragment, PackedFragment, fragment, full, pack, relayout, unpack
-from .lang.softmax import (log_sum_exp, online_softmax_merge, online_softmax_normalize, online_softmax_update,
-                           row_softmax)
+from .lang.softmax import (log_sum_exp, online_softmax_finish_exp2, online_softmax_merge, online_softmax_normalize,
+                           online_softmax_normalize_fast, online_softmax_start, online_softmax_update,
+                           online_softmax_update_exp2, row_softmax)
 from .lang.tiles import GlobalTile, SharedTile, Tile, load, permutedims, store, window
 from .layouts import (ComposedLayout, Layout, Ownership, Swizzle, broadcast_plan, reduction_plan,
                       swizzled_structure, vector_access_plan)
@@ -51,10 +52,12 @@ __all__ = [
     "atomic_min", "atomic_cas", "atomic_exch", "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "tanh",
     "floor", "ceil", "fma", "abs", "rcp", "fdiv", "fragment_coords", "slot_offsets", "WGMMASerializationWarning",
     "min", "max", "minimum", "maximum", "where", "cast", "static_assert",
-    "static_range", "printf", "device_assert", "Fragment", "PackedFragment", "fragment", "full", "pack", "unpack", "relayout", "GlobalTile", "SharedTile",
+    "static_range", "printf", "device_assert", "Fragment", "PackedFragment", "fragment", "full", "pack", "unpack",
+    "relayout", "GlobalTile", "SharedTile",
     "Tile", "load", "store", "window", "permutedims", "Layout", "ComposedLayout", "Swizzle", "Ownership",
     "reduction_plan", "broadcast_plan", "vector_access_plan", "online_softmax_update", "online_softmax_merge",
-    "online_softmax_normalize", "log_sum_exp", "row_softmax", "MMAAtom", "TiledMMA", "mma", "mma_sync", "tf32",
+    "online_softmax_normalize", "log_sum_exp", "row_softmax", "online_softmax_start", "online_softmax_update_exp2",
+    "online_softmax_finish_exp2", "online_softmax_normalize_fast", "MMAAtom", "TiledMMA", "mma", "mma_sync", "tf32",
     "zero_accumulator", "commit_copies", "cp_async", "ldmatrix", "stmatrix", "wait_copies", "copy_async",
     "store_bounded", "TmemTile", "TmemTransfer", "partition", "reinterpret_tile", "tmem_location", "Tcgen05MMA",
     "fence_after_thread_sync", "fence_before_thread_sync", "load_async", "store_async", "tmem_alloc",
