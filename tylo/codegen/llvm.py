@@ -217,7 +217,7 @@ class _Lowering:
         if attrs:
             out.append(f"attributes #0 = {{ {' '.join(attrs)} }}")
         out.append("attributes #1 = { convergent }")
-        for i, md in enumerate(self.loop_md):
+        for md in self.loop_md:
             out.append(f"!{md} = distinct !{{!{md}, !{md + 1}}}")
             out.append(f'!{md + 1} = !{{!"llvm.loop.unroll.disable"}}')
         if self.line_table:
@@ -694,7 +694,8 @@ class _Lowering:
         if t.bits == 64:
             lt = llvm_type(t)
             bits = self.fresh()
-            self.emit(f"{bits} = bitcast {lt} {self.ref(value)} to i64" if t.is_float else f"{bits} = add i64 {self.ref(value)}, 0")
+            self.emit(f"{bits} = bitcast {lt} {self.ref(value)} to i64" if t.is_float
+                      else f"{bits} = add i64 {self.ref(value)}, 0")
             lo, hi = self.fresh(), self.fresh()
             self.emit(f"{lo} = trunc i64 {bits} to i32")
             sh = self.fresh()
@@ -743,7 +744,8 @@ class _Lowering:
         if kind == "cas":
             cmp, new = op.operands[1:]
             pair = self.fresh()
-            self.emit(f"{pair} = cmpxchg {pt} {self.ref(p)}, {lt} {self.ref(cmp)}, {lt} {self.ref(new)} monotonic monotonic")
+            self.emit(f"{pair} = cmpxchg {pt} {self.ref(p)}, {lt} {self.ref(cmp)}, {lt} {self.ref(new)} "
+                      "monotonic monotonic")
             self._result(op, f"extractvalue {{ {lt}, i1 }} {pair}, 0")
             return
         v = op.operands[1]
@@ -816,7 +818,8 @@ class _Lowering:
             name = self.fresh("c")
             self.bind(arg, name)
             carried.append(name)
-        step_c = step.owner.attrs["value"] if isinstance(step.owner, Op) and step.owner.name == "arith.constant" else None
+        is_const = isinstance(step.owner, Op) and step.owner.name == "arith.constant"
+        step_c = step.owner.attrs["value"] if is_const else None
         cmp = self.fresh()
         pred = ("s" if it.is_signed else "u") + "lt"
         if step_c is not None and step_c < 0:

@@ -18,8 +18,11 @@ import numpy as np
 
 from ..ir import types as T
 from ..ir.core import Block, Op
+from ..ir.scalars import c_div as _cdiv
+from ..ir.scalars import convert as _convert_value
+from ..ir.scalars import round_float
+from ..ir.scalars import wrap_int as _wrap
 from ..ir.types import ScalarType
-from ..ir.scalars import c_div as _cdiv, convert as _convert_value, round_float, wrap_int as _wrap
 from .errors import HazardError, InterpreterError
 from .registry import NOT_MODELLED, THREAD_SEMANTICS, WARP_SEMANTICS, WARPGROUP_SEMANTICS
 

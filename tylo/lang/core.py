@@ -134,7 +134,7 @@ def _scalar(v: Value, what: str) -> ScalarType:
 
 def _operands(ctx, a, b, what: str):
     """Convert two operands (at least one runtime) to runtime values of one promoted type."""
-    if isinstance(a, Value) and isinstance(a.type, PointerType) or isinstance(b, Value) and isinstance(b.type, PointerType):
+    if any(isinstance(x, Value) and isinstance(x.type, PointerType) for x in (a, b)):
         raise LangError(f"{what} is not defined on pointers (only pointer + integer and indexing are)")
     if not isinstance(a, Value):
         tb = _scalar(b, what)
@@ -386,7 +386,8 @@ class SharedArray:
                 raise LangError(f"index {i} is out of range for extent {extent}")
             term = i if stride == 1 else (binary(ctx, "*", i, stride) if isinstance(i, Value) else i * stride)
             linear = term if isinstance(linear, int) and linear == 0 else (
-                binary(ctx, "+", linear, term) if isinstance(linear, Value) or isinstance(term, Value) else linear + term)
+                binary(ctx, "+", linear, term) if isinstance(linear, Value) or isinstance(term, Value)
+                else linear + term)
             stride *= extent
         return offset(ctx, self.ptr, linear)
 
