@@ -30,8 +30,9 @@ def test_seed_plan():
     ((T.f32, 64, 16, 1), "bf16, f16, f8e4m3 or f8e5m2"),
     ((bf16, 12, 16, 1), "8..256 in steps of 8"),
     ((bf16, 264, 16, 1), "8..256 in steps of 8"),
-    ((bf16, 64, 48, 1), "K must be one of"),
-    ((T.f8e4m3, 64, 16, 1), "K must be one of \\(32, 64\\)"),
+    ((bf16, 64, 40, 1), "K must be a multiple of 16 in 16..256"),
+    ((bf16, 64, 272, 1), "K must be a multiple of 16 in 16..256"),
+    ((T.f8e4m3, 64, 16, 1), "K must be a multiple of 32 in 32..256"),
     ((bf16, 64, 32, 4), "must divide the 2"),
     ((bf16, 256, 32, 2), "exceed the 128-register budget"),
     ((bf16, 136, 64, 2), "exceed the 128-register budget"),
@@ -43,7 +44,7 @@ def test_plan_rules(args, rule):
 
 
 def test_every_legal_plan_fits_the_register_budget():
-    for dt, ks in ((bf16, (16, 32, 64)), (T.f16, (16, 32, 64)), (T.f8e5m2, (32, 64))):
+    for dt, ks in ((bf16, (16, 32, 64, 176, 256)), (T.f16, (16, 32, 64, 80)), (T.f8e5m2, (32, 64, 256))):
         for n in range(8, 257, 8):
             for k in ks:
                 for p in (1, 2, 4):

@@ -14,6 +14,7 @@ import threading
 from dataclasses import asdict, dataclass
 
 from . import nvjitlink
+from .diagnostics import WGMMASerializationWarning, wgmma_serialization
 from .ptxas import ptxas_path
 from .targets import Target
 
@@ -141,7 +142,8 @@ def ptx_to_cubin(ptx: str, target: Target, name: str = "kernel",
     nvJitLink in process by default. A kernel with ``setmaxnreg`` goes to ``ptxas`` (the one of the
     ``nvidia-cuda-nvcc`` wheel, else the PATH's; see ``codegen/ptxas.py``): nvJitLink drops
     ``setmaxnreg`` (info C7504), and tylo never silently emits less than the kernel asked for.
-    Assembler warnings become ``AssemblerWarning``s.
+    Assembler warnings become ``AssemblerWarning``s; serialised WGMMAs (info C7509/C7510) a
+    ``WGMMASerializationWarning`` naming the kernel and the likely cause (``codegen/diagnostics.py``).
     """
     ptxas = ptxas_path()
     if nvjitlink.available() and not ("setmaxnreg" in ptx and ptxas):
@@ -149,7 +151,7 @@ def ptx_to_cubin(ptx: str, target: Target, name: str = "kernel",
             cubin, log = nvjitlink.link_ptx(ptx, target.name, name, ("-O3", "-lineinfo") if lineinfo else ("-O3",))
         except nvjitlink.NvJitLinkError as exc:
             raise AssemblerError(str(exc)) from None
-        _warn(log, name, "nvJitLink")
+        _warn(log, name, "nvJitLink", ptx)
         return cubin, parse_resources(log), log
     if ptxas is None:
         raise AssemblerError("no PTX assembler: install the pip packages nvidia-nvjitlink and nvidia-cuda-nvcc "
@@ -167,13 +169,16 @@ def ptx_to_cubin(ptx: str, target: Target, name: str = "kernel",
         with open(out, "rb") as f:
             cubin = f.read()
         log = proc.stderr + proc.stdout
-        _warn(log, name, "ptxas")
+        _warn(log, name, "ptxas", ptx)
         return cubin, parse_resources(log), log
 
 
-def _warn(log: str, name: str, tool: str) -> None:
+def _warn(log: str, name: str, tool: str, ptx: str = "") -> None:
     import warnings
 
+    serialised = wgmma_serialization(log, ptx, name)
+    if serialised:
+        warnings.warn(f"{tool}: {serialised}", WGMMASerializationWarning, stacklevel=3)
     lines = [ln.strip() for ln in log.splitlines() if "warning" in ln.lower()]
     if lines:
         warnings.warn(f"{tool} on kernel {name}: " + "; ".join(lines), AssemblerWarning, stacklevel=3)

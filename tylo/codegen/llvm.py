@@ -298,7 +298,16 @@ class _Lowering:
         self._binary(op, "mul", "fmul")
 
     def op_arith_div(self, op):
-        self._binary(op, "fdiv", "fdiv")
+        if not op.attrs.get("fast"):
+            self._binary(op, "fdiv", "fdiv")
+            return
+        # div.full.ftz: 2 ulp over the full range, no IEEE slow path (which ptxas compiles to a
+        # subroutine call that serialises every wgmma of the kernel, C7509); f16/bf16 in f32
+        t = op.results[0].type
+        a, b = (self.convert(self.ref(v), t, T.f32) for v in op.operands)
+        q = self.fresh()
+        self.emit(f"{q} = {ptx_core.fast_div_f32(a, b)}")
+        self.bind(op.results[0], self.convert(q, T.f32, t))
 
     def op_arith_frem(self, op):
         """C's ``fmod``, exactly: NVPTX expands LLVM's ``frem`` as ``x - trunc(x / y) * y``, which is
@@ -498,6 +507,8 @@ class _Lowering:
             self.declare(f"declare {lt} @llvm.abs.{lt}({lt}, i1)")
             self._result(op, f"call {lt} @llvm.abs.{lt}({lt} {x}, i1 false)")
             return
+        if op.attrs.get("fast"):
+            fn += "_fast"
         if t in (T.f16, T.bf16):
             # compute in f32, round once
             xf = self.convert(x, t, T.f32)
@@ -506,6 +517,9 @@ class _Lowering:
             return
         if t == T.f32:
             self.bind(op.results[0], self._math_f32(fn, x))
+            return
+        if fn == "rcp":
+            self._result(op, f"fdiv double 1.0, {x}")
             return
         if fn in ("sqrt", "abs", "floor", "ceil"):
             lt = llvm_type(t)
@@ -524,8 +538,10 @@ class _Lowering:
             intr = {"abs": "fabs"}.get(fn, fn)
             self.declare(f"declare float @llvm.{intr}.f32(float)")
             self.emit(f"{name} = call float @llvm.{intr}.f32(float {x})")
-        elif fn in ("exp2", "log2", "sin", "cos", "rsqrt", "tanh"):
+        elif fn in ("exp2", "log2", "sin", "cos", "rsqrt", "tanh", "exp2_fast", "rcp_fast"):
             self.emit(f"{name} = {ptx_core.approx_f32(fn, x)}")
+        elif fn == "rcp":
+            self.emit(f"{name} = fdiv float 1.0, {x}")  # IEEE (rcp.rn.f32)
         elif fn == "exp":
             # exp(x) = 2^(x*log2e): split x*log2e into its rounded value t and the rounding error e
             # (an fma recovers it) so large |x| keeps ~2 ulp: 2^t * (1 + e*ln2).

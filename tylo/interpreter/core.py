@@ -136,15 +136,36 @@ def _fma(th, op, ins, t):
     return _float(t, round_float(Fraction(a) * Fraction(b) + Fraction(c), t))
 
 
-def _math(name: str, x, t: ScalarType):
+def _math(name: str, x, t: ScalarType, fast: bool = False):
     """``math.*``: exact integer ``abs`` (wrapping INT_MIN like the GPU); floats through numpy,
-    f16/bf16 in f32 rounded once to the result type."""
+    f16/bf16 in f32 rounded once to the result type. ``fast`` (the ``.approx.ftz`` forms) flushes a
+    subnormal f32 input and result to zero; the value is the exact one (the GPU's is within 2 ulp)."""
     if t.is_int:
         if name != "abs":
             raise InterpreterError(f"math.{name} on {t}")
         return _wrap(abs(int(x)), t)
     with np.errstate(all="ignore"):
+        if fast:
+            return _float(t, _ftz(_MATH[name](_ftz(np.float32(x)))))
         return _float(t, _MATH[name](np.float64(x) if t == T.f64 else np.float32(x)))
+
+
+_F32_TINY = float(np.finfo(np.float32).tiny)
+
+
+def _ftz(x):
+    """An f32 subnormal flushed to zero of the same sign (PTX ``.ftz``)."""
+    x = np.float32(x)
+    return np.float32(np.copysign(0.0, x)) if x != 0 and abs(float(x)) < _F32_TINY else x
+
+
+def _div(th, op, ins, t):
+    """``arith.div``: IEEE; ``fast`` (``div.full.ftz.f32``, f16/bf16 through f32) flushes subnormal
+    operands and result to zero."""
+    if not op.attrs.get("fast"):
+        return _IEEE_DIV(th, op, ins, t)
+    with np.errstate(all="ignore"):
+        return _float(t, _ftz(_ftz(np.float32(ins[0])) / _ftz(np.float32(ins[1]))))
 
 
 _CMP = {"lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
@@ -152,7 +173,7 @@ _CMP = {"lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: 
 
 _MATH = {"exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2, "sqrt": np.sqrt,
          "rsqrt": lambda x: 1 / np.sqrt(x), "abs": np.abs, "sin": np.sin, "cos": np.cos, "floor": np.floor,
-         "ceil": np.ceil, "tanh": np.tanh}
+         "ceil": np.ceil, "tanh": np.tanh, "rcp": lambda x: np.float32(1) / x if x.dtype == np.float32 else 1 / x}
 
 
 class Thread:
@@ -265,7 +286,7 @@ class Thread:
         handler = HANDLERS.get(name)
         if handler is None:
             if name.startswith("math."):
-                self.set(op.results[0], _math(name[5:], ins[0], t))
+                self.set(op.results[0], _math(name[5:], ins[0], t, op.attrs.get("fast", False)))
                 return
             if name in NOT_MODELLED:
                 raise InterpreterError(f"the interpreter does not model {name} yet: {NOT_MODELLED[name]}")
@@ -365,13 +386,15 @@ def _ptr_to_int(th, op, ins, t):
     return _wrap(th.m.address_of(x.buffer) + x.offset * x.elem.itemsize, t)
 
 
+_IEEE_DIV = _arith(None, lambda a, b, t: a / b)
+
 _HANDLERS = {
     "ptr.to_int": _ptr_to_int,
     "arith.constant": lambda th, op, ins, t: _to_type(op.attrs["value"], t),
     "arith.add": _arith(lambda a, b, t: a + b),
     "arith.sub": _arith(lambda a, b, t: a - b),
     "arith.mul": _arith(lambda a, b, t: a * b),
-    "arith.div": _arith(None, lambda a, b, t: a / b),
+    "arith.div": _div,
     "arith.frem": _arith(None, lambda a, b, t: np.fmod(a, b)),
     "arith.idiv": _arith(_idiv),
     "arith.irem": _arith(_irem),

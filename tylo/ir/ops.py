@@ -132,7 +132,10 @@ _RW = dict(memory="read_write")
 
 define_ops(*(OpDef(n, 2, 1, True, _same_types) for n in ("arith.add", "arith.sub", "arith.mul", "arith.min",
                                                           "arith.max")))
-define_ops(*(OpDef(n, 2, 1, True, _float_only) for n in ("arith.div", "arith.frem")))
+# ``fast``: the approximate forms (``ex2.approx.ftz``, ``rcp.approx.ftz``, ``div.full.ftz``) of f32 math,
+# which flush subnormals to zero and never call the IEEE slow path (docs/language.md, "Fast math")
+_FAST = (Attr("fast", (bool,), False),)
+define_ops(OpDef("arith.div", 2, 1, True, _float_only, _FAST), OpDef("arith.frem", 2, 1, True, _float_only))
 define_ops(*(OpDef(n, 2, 1, True, _int_only) for n in ("arith.idiv", "arith.irem", "arith.and", "arith.or",
                                                          "arith.xor")))
 define_ops(
@@ -146,8 +149,9 @@ define_ops(
     OpDef("arith.cast", 1, 1, True),
     OpDef("arith.bitcast", 1, 1, True),
 )
-define_ops(*(OpDef(f"math.{n}", 1, 1, True, _same_types)
-             for n in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "sin", "cos", "floor", "ceil", "tanh")))
+define_ops(*(OpDef(f"math.{n}", 1, 1, True, _same_types, _FAST if n in ("exp2", "rcp") else ())
+             for n in ("exp", "exp2", "log", "log2", "sqrt", "rsqrt", "abs", "sin", "cos", "floor", "ceil", "tanh",
+                       "rcp")))
 define_ops(
     OpDef("math.fma", 3, 1, True, _float_only),
 

@@ -71,6 +71,24 @@ class Context:
         self.builder = builder
         self.kernel = kernel
         self.arch = arch
+        # per (asynchronous unit, IR block): the commit groups issued directly in that block so far, in
+        # program order (lang/wgmma's wait_mma reads it to tell which groups a wait_group n completes)
+        self.commit_counts: dict = {}
+
+    def count_commit(self, unit: str) -> tuple:
+        """Record a commit group of ``unit`` in the current block; returns its mark ``(block, index)``."""
+        block = self.builder.block
+        key = (unit, block)
+        self.commit_counts[key] = self.commit_counts.get(key, 0) + 1
+        return block, self.commit_counts[key]
+
+    def commits_since(self, unit: str, mark) -> int | None:
+        """How many groups of ``unit`` were committed after ``mark`` in straight-line code (commits in
+        nested regions are not counted: they may not run), or None when the current block is not the
+        mark's (the count is then unknown)."""
+        if mark is None or mark[0] is not self.builder.block:
+            return None
+        return self.commit_counts.get((unit, mark[0]), 0) - mark[1]
 
     @property
     def sm(self) -> int:

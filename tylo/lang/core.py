@@ -22,6 +22,7 @@ __all__ = [
     "shared_array", "SharedArray", "shfl_sync", "shfl_xor", "shfl_up", "shfl_down",
     "atomic_add", "atomic_max", "atomic_min", "atomic_cas", "atomic_exch",
     "exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "floor", "ceil", "tanh", "fma", "abs",
+    "rcp", "fdiv",
     "minimum", "maximum", "where", "cast", "static_assert", "static_range", "printf",
     "to_value", "binary", "compare", "unary", "to_bool", "load", "store", "offset", "is_runtime",
 ]
@@ -176,8 +177,9 @@ _ARITH = {"+": "arith.add", "-": "arith.sub", "*": "arith.mul"}
 _BITWISE = {"&": "arith.and", "|": "arith.or", "^": "arith.xor"}
 
 
-def binary(ctx, op: str, a, b) -> Value:
-    """``a <op> b`` for Python operator symbols; one side at least is runtime."""
+def binary(ctx, op: str, a, b, fast: bool = False) -> Value:
+    """``a <op> b`` for Python operator symbols; one side at least is runtime. ``fast``: the
+    approximate form of ``/`` (``tylo.fdiv``)."""
     if op == "+" and isinstance(a, Value) and isinstance(a.type, PointerType):
         return offset(ctx, a, b)
     if op == "+" and isinstance(b, Value) and isinstance(b.type, PointerType):
@@ -200,7 +202,10 @@ def binary(ctx, op: str, a, b) -> Value:
             # true division of ints or bools: each operand is converted to f32 in its own type (promoting
             # i8 with u8 first would make -20 the u8 236)
             t = T.f32
-        return bld.value("arith.div", [cast(a, t, _ctx=ctx), cast(b, t, _ctx=ctx)], t)
+        a, b = cast(a, t, _ctx=ctx), cast(b, t, _ctx=ctx)
+        if fast and t == T.f64:
+            raise LangError("fdiv(a, b, fast=True) is an f32 instruction; the operands are f64")
+        return bld.value("arith.div", [a, b], t, **({"fast": True} if fast else {}))
     a, b, t = _operands(ctx, a, b, op)
     if t.is_bool and op in ("+", "-", "*", "//", "%"):
         t = T.i32   # arithmetic on two bools gives i32
@@ -245,10 +250,12 @@ def to_bool(ctx, x) -> Value:
     return compare(ctx, "!=", x, 0 if t.is_int else 0.0)
 
 
-_MATH_UNARY = {"exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "floor", "ceil", "tanh"}
+_MATH_UNARY = {"exp", "exp2", "log", "log2", "sqrt", "rsqrt", "sin", "cos", "floor", "ceil", "tanh", "rcp"}
 
 
-def unary(ctx, op: str, x) -> Value:
+def unary(ctx, op: str, x, fast: bool = False) -> Value:
+    """``op x`` for Python's unary operators and the ``math.*`` functions; ``fast``: the
+    ``.approx.ftz`` form of ``exp2`` and ``rcp`` (``tylo.exp2(x, fast=True)``)."""
     x = to_value(ctx, x)
     t = _scalar(x, op)
     bld = ctx.builder
@@ -273,9 +280,11 @@ def unary(ctx, op: str, x) -> Value:
     if op in _MATH_UNARY:
         if not t.is_float:
             x, t = cast(x, T.f32, _ctx=ctx), T.f32
-        if t == T.f64 and op not in ("sqrt", "floor", "ceil"):
+        if t == T.f64 and op not in ("sqrt", "floor", "ceil", "rcp"):
             raise LangError(f"{op} on f64 is not available (tylo has no f64 libm yet); convert to f32 first")
-        return bld.value(f"math.{op}", [x], t)
+        if fast and t == T.f64:
+            raise LangError(f"{op}(x, fast=True) is an f32 instruction; x is f64")
+        return bld.value(f"math.{op}", [x], t, **({"fast": True} if fast else {}))
     raise LangError(f"unsupported unary operator {op}")
 
 
@@ -616,7 +625,6 @@ def _host_math(name, x):
 
 
 exp = _math1("exp")
-exp2 = _math1("exp2")
 log = _math1("log")
 log2 = _math1("log2")
 sqrt = _math1("sqrt")
@@ -626,6 +634,54 @@ cos = _math1("cos")
 floor = _math1("floor")
 ceil = _math1("ceil")
 tanh = _math1("tanh")
+
+
+def _fast_unary(ctx, name, x, fast):
+    """``math.<name>``, with ``fast=True`` its ``.approx.ftz`` form; slot by slot on fragments."""
+    if not isinstance(fast, bool):
+        raise LangError(f"{name}: fast= must be a compile-time bool, got {fast!r}")
+    if _structured(x):
+        return x.map(ctx, lambda v: unary(ctx, name, v, fast))
+    return unary(ctx, name, x, fast)
+
+
+@builtin
+def exp2(x, fast=False, *, _ctx):
+    """``2 ** x`` of a float scalar (ints convert to f32), slot by slot on fragments.
+
+    Default: ``ex2.approx.f32`` (about 2 ulp; subnormals kept). ``fast=True``: ``ex2.approx.ftz.f32``,
+    the one-instruction form attention kernels use (subnormal inputs and results flush to zero).
+    On compile-time values, Python's math."""
+    if not _structured(x) and not isinstance(x, Value):
+        return 2.0 ** float(x)
+    return _fast_unary(_ctx, "exp2", x, fast)
+
+
+@builtin
+def rcp(x, fast=False, *, _ctx):
+    """``1 / x`` of a float scalar, slot by slot on fragments.
+
+    Default: IEEE (``rcp.rn.f32``, which ptxas compiles to a subroutine: a kernel with WGMMA gets
+    every wgmma serialised, see ``tylo.WGMMASerializationWarning``). ``fast=True``:
+    ``rcp.approx.ftz.f32`` (1 ulp; subnormals flush to zero)."""
+    if not _structured(x) and not isinstance(x, Value):
+        return 1.0 / float(x)
+    return _fast_unary(_ctx, "rcp", x, fast)
+
+
+@builtin
+def fdiv(a, b, fast=False, *, _ctx):
+    """``a / b`` of floats (ints convert to f32), slot by slot when either is a fragment.
+
+    Default: IEEE, as ``a / b``. ``fast=True``: ``div.full.ftz.f32`` (2 ulp over the full range,
+    subnormals flush to zero, no IEEE slow path)."""
+    if not isinstance(fast, bool):
+        raise LangError(f"fdiv: fast= must be a compile-time bool, got {fast!r}")
+    if _structured(a) or _structured(b):
+        return _slotwise(_ctx, lambda x, y, *, _ctx: fdiv(x, y, fast, _ctx=_ctx), (a, b), "fdiv")
+    if not isinstance(a, Value) and not isinstance(b, Value):
+        return float(a) / float(b)
+    return binary(_ctx, "/", a, b, fast)
 
 
 @builtin

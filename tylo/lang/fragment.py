@@ -27,7 +27,8 @@ from ..layouts.ownership import ownership_name
 from . import core as L
 from .base import LangError, builtin
 
-__all__ = ["Fragment", "PackedFragment", "FragmentStatic", "full", "pack", "unpack", "fragment", "relayout"]
+__all__ = ["Fragment", "PackedFragment", "FragmentStatic", "full", "pack", "unpack", "fragment", "relayout",
+           "lane_partial_ownership"]
 
 
 class _Method:
@@ -175,8 +176,59 @@ def _reduce(frag: Fragment, axis: int, combine, what: str, *, _ctx):
     return Fragment(frag.dtype if not frag.dtype.is_bool else T.i32, plan.result, partial)
 
 
-def _sum(frag, axis=1, *, _ctx):
+def lane_partial_ownership(o: Ownership, axis: int = 1) -> Ownership:
+    """Where ``f.sum(axis, lanes=False)`` leaves its values: each thread's partial over its own
+    slots, before the shuffles. The tile is the reduced one with ``axis`` of extent ``2 ** k``
+    (``k`` shuffle masks of ``reduction_plan(o, axis)``), the lanes that share a reduced
+    element side by side along it, so ``.sum(axis)`` of it finishes with exactly those shuffles and a
+    reduced fragment broadcasts over it.
+
+    >>> lane_partial_ownership(Ownership.wgmma_accumulator(64)).shape
+    (64, 4)
+    """
+    import numpy as np
+
+    from ..layouts import ownership_table
+    from ..layouts.ownership import fit_ownership, prefix_strides
+
+    plan = reduction_plan(o, axis)
+    masks = plan.shuffle_masks
+    res = ownership_table(plan.result)                      # [threads, groups, rank]
+    lane = np.zeros(res.shape[0], dtype=np.int64)
+    for bit, mask in enumerate(masks):
+        lane += ((np.arange(res.shape[0]) & mask) != 0).astype(np.int64) << bit
+    coords = res.copy()
+    coords[:, :, axis] = lane[:, None]
+    shape = tuple(2 ** len(masks) if i == axis else e for i, e in enumerate(plan.result.shape))
+    index = sum(coords[:, :, i] * st for i, st in enumerate(prefix_strides(shape)))
+    return fit_ownership(index, shape, f"{ownership_name(o)}.lane_partials(axis={axis})", "lane_partial_ownership")
+
+
+def _sum(frag, axis=1, lanes=True, *, _ctx):
+    """``f.sum(axis)``; ``lanes=False`` stops before the shuffles: each thread's partial, a fragment of
+    ``lane_partial_ownership`` (``.sum(axis)`` of it finishes the reduction). Online softmax keeps its
+    row sums so until the end."""
+    if lanes is False:
+        return _lane_partials(frag, axis, _ctx=_ctx)
+    if lanes is not True:
+        raise LangError(f"sum(lanes=...) must be a compile-time bool, got {lanes!r}")
     return _reduce(frag, axis, lambda a, b: L.binary(_ctx, "+", a, b), "sum", _ctx=_ctx)
+
+
+def _lane_partials(frag, axis, *, _ctx):
+    if not isinstance(axis, int) or isinstance(axis, bool):
+        raise LangError("sum(axis=...) needs a compile-time axis")
+    try:
+        plan = reduction_plan(frag.ownership, axis)
+        own = lane_partial_ownership(frag.ownership, axis)
+    except ValueError as exc:
+        raise LangError(f"sum(axis={axis}, lanes=False) of a fragment with ownership "
+                        f"{ownership_name(frag.ownership)}: {exc}") from None
+    vals = list(frag.values)
+    for rnd in plan.tree:
+        for dst, src in rnd:
+            vals[dst] = L.binary(_ctx, "+", vals[dst], vals[src])
+    return Fragment(frag.dtype, own, [vals[g[0]] for g in plan.groups])
 
 
 def _max(frag, axis=1, *, _ctx):

@@ -31,7 +31,7 @@ from .fragment import Fragment, PackedFragment
 from .indexing import RuntimeInt, unwrap, wrap
 
 __all__ = ["Tile", "TileStatic", "GlobalTile", "SharedTile", "load", "store", "store_bounded", "copy_async", "window",
-           "permutedims", "thread_in_group"]
+           "permutedims", "thread_in_group", "fragment_coords", "slot_offsets"]
 
 
 def _is_int(x) -> bool:
@@ -353,6 +353,37 @@ def _thread_coords(ctx, o: Ownership):
         coords.append(c)
         stride *= extent
     return coords
+
+
+def slot_offsets(o: Ownership) -> list[tuple]:
+    """The compile-time part of each slot's logical coordinate: ``coord(t, v) == coord(t, 0) +
+    slot_offsets(o)[v]`` for every thread ``t`` (a ``LangError`` when the ownership is not such a shift).
+
+    >>> from tylo import MMAAtom, bf16, f32
+    >>> slot_offsets(MMAAtom((16, 8, 16), bf16, bf16, f32).c_ownership)
+    [(0, 0), (0, 1), (8, 0), (8, 1)]
+    """
+    return _separable(o)[1]
+
+
+@builtin
+def fragment_coords(f, *, _ctx):
+    """``(rows, cols)``: i32 fragments of ``f``'s ownership (or of an ``Ownership``) holding each slot's
+    logical coordinate: this thread's runtime base (from its linear index) plus the slot's compile-time
+    offset (``slot_offsets``). For masks: ``rows, cols = tylo.fragment_coords(s)``,
+    ``tylo.where(cols < n, s, -inf)``. One tuple entry per axis of the ownership."""
+    if isinstance(f, PackedFragment):
+        raise LangError("fragment_coords: unpack the packed fragment first (tylo.unpack(p)), or pass its ownership")
+    o = f.ownership if isinstance(f, Fragment) else f
+    if not isinstance(o, Ownership):
+        raise LangError(f"fragment_coords takes a Fragment or an Ownership, got {f!r}")
+    rel = _separable(o)[1]
+    base = _thread_coords(_ctx, o)
+    axes = []
+    for axis in range(len(o.shape)):
+        vals = [unwrap(coord_value(_ctx, add_origin(base[axis], r[axis]), T.i32)) for r in rel]
+        axes.append(Fragment(T.i32, o, [v if isinstance(v, Value) else L.to_value(_ctx, v, T.i32) for v in vals]))
+    return tuple(axes)
 
 
 def _slot_coords(ctx, tile: Tile, o: Ownership, what: str):

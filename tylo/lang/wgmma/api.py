@@ -36,6 +36,7 @@ __all__ = [
 #   b = wgmma_operand(plan, OperandB, b_tile, (col, 0))
 #   pending = mma_async(plan, a, b, acc)                 # fence, K / instr_k instructions, commit
 #   acc = wait_mma(pending)                              # wgmma.wait_group 0, registers tied through it
+#   s = wait_mma(s_pending, pending=1)                   # wait_group 1: s done, one newer group in flight
 #   result = finish_mma(acc)                             # Fragment with the accumulator ownership
 
 
@@ -107,17 +108,29 @@ def operand_encoding(plan: WGMMA64, role, layout, what: str):
         inner = Layout(tuple(m[0] for m in modes), tuple(m[1] for m in modes))
         return inner if sw is None else ComposedLayout(sw, inner)
 
-    whole = sub((mn, k))
-    why = swizzled_structure_reason(whole, plan.dtype.itemsize)
-    if why is not None:
-        raise LangError(f"{what}: {role!r} is not a canonical shared-memory encoding: {why}")
     st = swizzled_structure(sub((mn, plan.instr_k)), plan.dtype.itemsize)
+    steps = tuple(lin((0, i * plan.instr_k)) for i in range(plan.instructions))
+    why = swizzled_structure_reason(sub((mn, k)), plan.dtype.itemsize)
+    if why is not None and not (st is not None and _slices_are_translates(lin, mn, plan.instr_k, steps)):
+        raise LangError(f"{what}: {role!r} is not a canonical shared-memory encoding: {why}")
     if st is None:
         raise LangError(f"{what}: one K={plan.instr_k} instruction of {role!r} is not a canonical encoding")
     if plan.dtype.itemsize == 1 and st.major != "K":
         raise LangError(f"{what}: fp8 operands must be K-major, got {st.major}-major")
-    steps = tuple(lin((0, i * plan.instr_k)) for i in range(plan.instructions))
     return st, st.major, lin, steps
+
+
+def _slices_are_translates(lin, mn: int, instr_k: int, steps) -> bool:
+    """Whether every instruction's (mn, instr_k) slice of ``lin`` is the first slice shifted by its
+    step: each descriptor describes one slice, so an operand longer along K than one canonical
+    encoding (a K-major operand over several TMA boxes along K) is read correctly slice by slice.
+    The swizzle needs nothing more: the hardware applies it to the addresses, which are then the
+    tile's own."""
+    from ...layouts import offsets_table
+
+    table = offsets_table(lin)
+    first = table[:mn, :instr_k]
+    return all((table[:mn, i * instr_k:(i + 1) * instr_k] == first + step).all() for i, step in enumerate(steps))
 
 
 class WGMMAOperand:
@@ -227,9 +240,12 @@ class PendingAccumulator:
     """Accumulators of WGMMAs in flight (``mma_async``'s result). Registers are owned by the
     asynchronous instructions: the only uses are ``wait_mma`` and further ``mma_async``."""
 
-    def __init__(self, plan: WGMMA64, parts):
+    def __init__(self, plan: WGMMA64, parts, group=None):
         self.plan = plan
         self.parts = tuple(tuple(p) for p in parts)
+        # the commit group's mark (Context.count_commit); not part of the static type, so an
+        # accumulator carried through a loop or a branch forgets it (the count is unknown there)
+        self.group = group
 
     def __tylo_flatten__(self):
         return [v for p in self.parts for v in p], (self.plan, len(self.parts))
@@ -372,25 +388,51 @@ def mma_async(plan, a, b, acc, *, _ctx):
                                      {"shape": ins.shape, "dtype": ins.dtype, "n": plan.n, "immediates": imms,
                                       "a_regs": 4})
         parts[pi] = list(op.results)
-    wgmma_commit_group(_ctx=_ctx)
-    return PendingAccumulator(plan, parts)
+    group = wgmma_commit_group(_ctx=_ctx)
+    return PendingAccumulator(plan, parts, group)
 
 
 @builtin
-def wait_mma(pending, n=0, *, _ctx):
-    """``wgmma.wait_group n`` with the accumulator registers tied through it. ``n == 0``: the
-    completed accumulator (a Fragment, or a PartialAccumulator for several partitions); ``n > 0``:
-    still a PendingAccumulator (its newest ``n`` groups may be in flight)."""
+def wait_mma(acc, n=0, *, pending=None, _ctx):
+    """``wgmma.wait_group`` with the accumulator registers tied through it.
+
+    ``wait_mma(acc)``: ``wait_group 0``, the completed accumulator (a Fragment, or a
+    PartialAccumulator for several partitions).
+
+    ``wait_mma(acc, pending=n)``: ``wait_group n`` (the newest ``n`` groups may stay in flight) and
+    the completed accumulator, which requires ``acc``'s group to be older than those ``n``: at least
+    ``n`` groups committed after it, in the same straight-line code. Otherwise a compile error says
+    how many were (accumulators of the newer groups stay pending: wait for them later).
+
+    ``wait_mma(acc, n)`` (positional, ``n > 0``): ``wait_group n`` and ``acc`` still pending, for
+    pipelines that wait for older groups (to release their buffers) while ``acc`` keeps accumulating.
+    """
     from ..fragment import Fragment
 
-    if not isinstance(pending, PendingAccumulator):
-        raise LangError(f"wait_mma takes mma_async's pending accumulator, got {pending!r}")
-    plan = pending.plan
-    flat = wgmma_wait_group(n, tuple(v for p in pending.parts for v in p), _ctx=_ctx)
+    if not isinstance(acc, PendingAccumulator):
+        raise LangError(f"wait_mma takes mma_async's pending accumulator, got {acc!r}")
+    strict = pending is not None
+    if strict:
+        n = pending
+    if not isinstance(n, int) or isinstance(n, bool) or n < 0:
+        raise LangError(f"wait_mma: the number of groups left in flight must be a non-negative compile-time int, "
+                        f"got {n!r}")
+    if strict and n:
+        later = _ctx.commits_since("wgmma", acc.group)
+        if later is None:
+            raise LangError(f"wait_mma(acc, pending={n}): tylo cannot tell how many WGMMA groups were committed "
+                            f"after this accumulator's (it came through a loop or a branch, or the wait is in "
+                            f"another block than its mma_async); wait_mma(acc) waits for every group")
+        if later < n:
+            raise LangError(f"wait_mma(acc, pending={n}): this accumulator's commit group is still in flight "
+                            f"after wgmma.wait_group {n}: only {later} group(s) were committed after it, and the "
+                            f"newest {n} may still run; use pending={later} or fewer (or commit more work first)")
+    plan = acc.plan
+    flat = wgmma_wait_group(n, tuple(v for p in acc.parts for v in p), _ctx=_ctx)
     k = accumulator_registers(plan)
-    parts = [flat[i * k:(i + 1) * k] for i in range(len(pending.parts))]
-    if n:
-        return PendingAccumulator(plan, parts)
+    parts = [flat[i * k:(i + 1) * k] for i in range(len(acc.parts))]
+    if n and not strict:
+        return PendingAccumulator(plan, parts, acc.group)
     if plan.partitions == 1:
         return Fragment(T.f32, accumulator_ownership(plan), parts[0])
     return PartialAccumulator(plan, parts)

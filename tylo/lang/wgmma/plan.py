@@ -5,7 +5,8 @@
   ``m64nNk{instr_k}`` (instr_k = 16 for bf16/f16, 32 for fp8), f32
   accumulators. Instruction ``i`` updates accumulator partition ``i %
   partitions``; ``finish`` sums the partitions. Rules: N in 8..256 step 8;
-  K in {16, 32, 64} (bf16/f16) or {32, 64} (fp8); ``partitions`` divides the
+  K a multiple of instr_k up to 256 (several TMA boxes along K for a K-major
+  operand wider than one swizzle row); ``partitions`` divides the
   instruction count; ``partitions * n / 2 <= 128`` f32 registers per thread.
 * ``smem_descriptor(structure, address_bytes)``: the 64-bit matrix descriptor
   of a canonical shared-memory operand (``tylo.layouts.swizzled_structure``),
@@ -34,6 +35,7 @@ __all__ = [
 
 _INSTR_K = {"bf16": 16, "f16": 16, "f8e4m3": 32, "f8e5m2": 32}
 MAX_ACC_REGISTERS = 128
+MAX_K = 256  # one plan issues up to 16 (bf16/f16) or 8 (fp8) instructions: P V over a 256-key block
 
 
 @dataclass(frozen=True)
@@ -53,9 +55,9 @@ class WGMMA64:
         n, k, p = self.n, self.k, self.partitions
         if not isinstance(n, int) or not 8 <= n <= 256 or n % 8:
             raise ValueError(f"WGMMA64: N must be 8..256 in steps of 8, got {n!r}")
-        allowed = (16, 32, 64) if ik == 16 else (32, 64)
-        if k not in allowed:
-            raise ValueError(f"WGMMA64: K must be one of {allowed} for {name}, got {k!r}")
+        if not isinstance(k, int) or isinstance(k, bool) or not ik <= k <= MAX_K or k % ik:
+            raise ValueError(f"WGMMA64: K must be a multiple of {ik} in {ik}..{MAX_K} for {name} (one instruction "
+                             f"per {ik}), got {k!r}")
         count = k // ik
         if not isinstance(p, int) or p < 1 or count % p:
             raise ValueError(f"WGMMA64: partitions ({p!r}) must divide the {count} K={ik} instructions")

@@ -81,9 +81,11 @@ def wgmma_mma_async(plan, desc_a, desc_b, accs, scale_d=True, a_major: str = "K"
 
 @builtin
 def wgmma_commit_group(*, _ctx):
-    """``wgmma.commit_group.sync.aligned``: close the group of issued wgmma ops."""
+    """``wgmma.commit_group.sync.aligned``: close the group of issued wgmma ops. Returns the group's
+    mark (its block and index there), which ``wait_mma`` uses to tell whether a wait completes it."""
     require_sm90a(_ctx, "wgmma_commit_group")
     _ctx.builder.create("nv.wgmma.commit_group", [], [])
+    return _ctx.count_commit("wgmma")
 
 
 @builtin
