@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..ir import types as T
 from ..ir.builder import Builder
 from ..ir.core import Kernel, Location
+from ..lang import core as L
 from ..lang.base import BLOB_KINDS, Context
 from .calls import CallsMixin
 from .control_flow import ControlFlowMixin
@@ -31,8 +32,8 @@ def generate_kernel(fn, name: str, params: list, arch: str, maxntid=None, debug:
     ``params``: ``(name, binding)`` in signature order. A binding is an IR type
     (a runtime parameter), ``("runtime", type, hints)`` with hints ``align16``
     (pointers) or ``div16`` (integers), ``("const", value, type)`` for a runtime
-    parameter specialised to a constant (kept in the signature, bound to the
-    Python value), or ``("constexpr", value)``. ``debug`` compiles ``device_assert`` and runtime
+    parameter specialised to a constant (kept in the signature, bound to a typed
+    IR constant), or ``("constexpr", value)``. ``debug`` compiles ``device_assert`` and runtime
     ``assert`` statements into checks (``kernel.attrs["debug"]``); otherwise they emit nothing.
     """
     src = function_source(fn)
@@ -62,8 +63,10 @@ def generate_kernel(fn, name: str, params: list, arch: str, maxntid=None, debug:
             if "div16" in b[2]:
                 kernel.attrs["divisible_by_16"].append(pname)
         elif b[0] == "const":
+            # a typed IR constant, not the Python int: the kernel types the parameter exactly as when it is not
+            # 1 (methods such as .to(), literal promotion, loop-carried types); folding still sees the value
             next(args)
-            scope[pname] = b[1]
+            scope[pname] = L.to_value(ctx, b[1], b[2])
         else:
             scope[pname] = b[1]
     gen = Generator(src, kernel, builder, ctx, scope)
