@@ -6,12 +6,18 @@ import join_kernels as jk
 import pytest
 
 import tylo
+import tylo.lang.tma as tma
+import tylo.lang.wgmma as wg
 from tylo import Layout, Ownership
 from tylo.ir import types as T
 from tylo.lang.core import SharedArrayStatic
 from tylo.lang.fragment import FragmentStatic
 from tylo.lang.protocols import StaticPart
+from tylo.lang.tcgen05.api import Tcgen05OperandStatic
+from tylo.lang.tcgen05.plan import Tcgen05MMA
 from tylo.lang.tiles import TileStatic
+from tylo.lang.tma import TMAMapStatic
+from tylo.lang.wgmma.api import PartialAccumulatorStatic, PendingAccumulatorStatic
 
 SOURCE = inspect.getsourcefile(jk)
 LINES = open(SOURCE).read().splitlines()
@@ -77,4 +83,45 @@ def test_static_parts_compare_and_hash_by_value_and_describe_themselves():
     s = SharedArrayStatic((4, 8), T.f16)
     assert s == SharedArrayStatic((4, 8), T.f16) and s.describe() == "a shared f16 array of shape (4, 8)"
     for part in (a, t1, s):
+        assert isinstance(part, StaticPart)
+
+
+def test_branch_join_names_both_pending_accumulators():
+    err = compile_error(jk.pending_accumulator_differs, "*f32, i32")
+    assert err.lineno == line_of("pending_accumulator_differs")
+    assert "variable 'p'" in err.reason
+    assert "a pending WGMMA accumulator of WGMMA64(bf16, n=64, k=64, partitions=1) in 1 part" in err.reason, err.reason
+    assert "a pending WGMMA accumulator of WGMMA64(bf16, n=128, k=64, partitions=1) in 1 part" in err.reason
+    assert "PendingAccumulator with static part" not in err.reason and "(WGMMA64" not in err.reason
+
+
+def test_branch_join_names_both_wgmma_operands():
+    err = compile_error(jk.wgmma_operand_differs, "*f32, i32")
+    assert err.lineno == line_of("wgmma_operand_differs")
+    assert "variable 'x'" in err.reason
+    assert "a WGMMA operand OperandA of WGMMA64(bf16, n=64, k=64, partitions=1) in shared memory" in err.reason, \
+        err.reason
+    assert "a WGMMA operand OperandB of WGMMA64(bf16, n=64, k=64, partitions=1) in shared memory" in err.reason
+    assert "K-major 128B" in err.reason and "static part" not in err.reason
+
+
+def test_feature_static_parts_compare_by_value_and_describe_themselves():
+    plan = wg.WGMMA64(tylo.bf16, n=256, k=64)
+    pending = PendingAccumulatorStatic(plan, 2)
+    assert pending == PendingAccumulatorStatic(wg.WGMMA64(tylo.bf16, n=256, k=64), 2)
+    assert hash(pending) == hash(PendingAccumulatorStatic(wg.WGMMA64(tylo.bf16, n=256, k=64), 2))
+    assert pending.describe() == "a pending WGMMA accumulator of WGMMA64(bf16, n=256, k=64, partitions=1) in 2 parts"
+    # a partial (unsummed) accumulator never joins with a pending one, and says which it is
+    partial = PartialAccumulatorStatic(plan, 2)
+    assert partial != pending and partial.describe().startswith("a partial (unsummed) WGMMA accumulator")
+    tile = tma.TMATile(tylo.bf16, (64, 64))
+    m = TMAMapStatic(tile, 2)
+    assert m == TMAMapStatic(tma.TMATile(tylo.bf16, (64, 64)), 2) and m != TMAMapStatic(tile, 3)
+    assert m.describe().startswith("a rank-2 TMA binding of TMATile(")
+    umma = Tcgen05MMA((128, 64), tylo.bf16, tylo.bf16, tylo.f32)
+    op = Tcgen05OperandStatic(umma, "A", True)
+    assert op == Tcgen05OperandStatic(Tcgen05MMA((128, 64), tylo.bf16, tylo.bf16, tylo.f32), "A", True)
+    assert op != Tcgen05OperandStatic(umma, "B", True)
+    assert op.describe().startswith("a tcgen05 operand A of Tcgen05MMA(") and op.describe().endswith("in tensor memory")
+    for part in (pending, partial, m, op):
         assert isinstance(part, StaticPart)

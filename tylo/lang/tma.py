@@ -254,6 +254,17 @@ __all__ += ["tma_load_tile", "tma_store_tile", "commit_tma_stores", "wait_tma_re
             "prefetch_tma_descriptor"]
 
 
+@dataclass(frozen=True)
+class TMAMapStatic:
+    """The static part of a TMAMap (the descriptor's address is the leaf): its plan and rank."""
+
+    plan: TMATile
+    rank: int
+
+    def describe(self) -> str:
+        return f"a rank-{self.rank} TMA binding of {self.plan!r}"
+
+
 class TMAMap:
     """A TMA binding inside a kernel: its plan and rank (static) and the u64 generic address of
     its by-value descriptor (``.address``). Builtins taking a tensor map accept it, and
@@ -263,11 +274,11 @@ class TMAMap:
         self.plan, self.rank, self.address = plan, rank, address
 
     def __tylo_flatten__(self):
-        return [self.address], (self.plan, self.rank)
+        return [self.address], TMAMapStatic(self.plan, self.rank)
 
     @classmethod
     def __tylo_unflatten__(cls, static, leaves, ctx):
-        return cls(static[0], static[1], leaves[0])
+        return cls(static.plan, static.rank, leaves[0])
 
     def __tylo_getattr__(self, ctx, name):
         if name in ("plan", "rank", "address"):
@@ -334,7 +345,7 @@ def tma_store(tmap, tile, origin, *, _ctx):
     tma_store_tile(tmap.plan, tmap, tile, origin, _ctx=_ctx)
 
 
-__all__ += ["TMAMap", "shared_tile", "tma_load", "tma_store"]
+__all__ += ["TMAMap", "TMAMapStatic", "shared_tile", "tma_load", "tma_store"]
 
 
 from .base import register_blob_kind  # noqa: E402

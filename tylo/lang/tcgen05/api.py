@@ -26,13 +26,27 @@ from .raw import (
 )
 
 __all__ = [
-    "load_async", "wait_load", "store_async", "wait_stores", "TmemLoad", "OperandA", "OperandB",
+    "load_async", "wait_load", "store_async", "wait_stores", "TmemLoad", "TmemLoadStatic", "OperandA", "OperandB",
     "operand_shape", "SmemOperand", "smem_operand", "tmem_operand_address", "accumulator", "Tcgen05Operand",
+    "Tcgen05OperandStatic",
     "tcgen05_operand", "mma_tcgen05", "commit_mma",
 ]
 
 
 # -- seed spelling: load_async / wait_load / store_async / wait_stores ---------
+
+
+@dataclass(frozen=True)
+class TmemLoadStatic:
+    """The static part of a TmemLoad (its registers are the leaves): the access and whether
+    ``tcgen05.wait::ld`` has completed it."""
+
+    access: TmemAccess
+    ready: bool
+
+    def describe(self) -> str:
+        state = "completed" if self.ready else "pending"
+        return f"a {state} TMEM load {self.access!r}"
 
 
 class TmemLoad:
@@ -52,11 +66,11 @@ class TmemLoad:
     packed = property(lambda self: self.access.packed)
 
     def __tylo_flatten__(self):
-        return list(self.values), ("TmemLoad", self.access, self.ready)
+        return list(self.values), TmemLoadStatic(self.access, self.ready)
 
     @classmethod
     def __tylo_unflatten__(cls, static, leaves, ctx):
-        return cls(static[1], tuple(leaves), static[2])
+        return cls(static.access, tuple(leaves), static.ready)
 
     def __repr__(self):
         return f"TmemLoad({self.access.instruction}, {len(self.values)} registers, ready={self.ready})"
@@ -354,6 +368,21 @@ def accumulator(atom: Tcgen05MMA, address=0):
     return TmemTile(atom.acc_dtype, address, lay)
 
 
+@dataclass(frozen=True)
+class Tcgen05OperandStatic:
+    """The static part of a Tcgen05Operand (the descriptor or TMEM address is the leaf): the plan,
+    the role (``'A'``/``'B'``), whether it lives in TMEM, and the shared-memory encoding."""
+
+    atom: Tcgen05MMA
+    role: str
+    tmem: bool
+    structure: Any = None
+
+    def describe(self) -> str:
+        where = "in tensor memory" if self.tmem else f"in shared memory ({self.structure})"
+        return f"a tcgen05 operand {self.role} of {self.atom!r} {where}"
+
+
 class Tcgen05Operand:
     """An MMA operand in a kernel: the runtime ``value`` (a u64 shared-memory
     descriptor, or a u32 TMEM address for A in TMEM) and static facts: the
@@ -367,11 +396,11 @@ class Tcgen05Operand:
         self.structure = structure
 
     def __tylo_flatten__(self):
-        return [self.value], ("Tcgen05Operand", self.atom, self.role, self.tmem, self.structure)
+        return [self.value], Tcgen05OperandStatic(self.atom, self.role, self.tmem, self.structure)
 
     @classmethod
     def __tylo_unflatten__(cls, static, leaves, ctx):
-        return cls(static[1], static[2], leaves[0], static[3], static[4])
+        return cls(static.atom, static.role, leaves[0], static.tmem, static.structure)
 
     def __repr__(self):
         where = "tmem" if self.tmem else f"smem {self.structure}"

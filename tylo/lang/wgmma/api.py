@@ -9,10 +9,12 @@
 """
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ...ir import types as T
-from ...layouts import Ownership, swizzled_structure_reason
+from ...layouts import Ownership, SwizzledStructure, swizzled_structure_reason
 from ..base import LangError, builtin
-from ..operands import OperandA, OperandB
+from ..operands import OperandA, OperandB, OperandRole
 from .plan import (
     WGMMA64,
     accumulator_ownership,
@@ -24,7 +26,8 @@ from .plan import (
 from .raw import require_sm90a, wgmma_commit_group, wgmma_fence, wgmma_wait_group
 
 __all__ = [
-    "a_register_ownership", "WGMMAOperand", "PendingAccumulator", "PartialAccumulator", "wgmma_operand",
+    "a_register_ownership", "WGMMAOperand", "WGMMAOperandStatic", "PendingAccumulator", "PendingAccumulatorStatic",
+    "PartialAccumulator", "PartialAccumulatorStatic", "wgmma_operand",
     "mma_async", "wait_mma", "finish_mma",
 ]
 
@@ -133,6 +136,22 @@ def _slices_are_translates(lin, mn: int, instr_k: int, steps) -> bool:
     return all((table[:mn, i * instr_k:(i + 1) * instr_k] == first + step).all() for i, step in enumerate(steps))
 
 
+@dataclass(frozen=True)
+class WGMMAOperandStatic:
+    """The static part of a WGMMAOperand (the descriptor is the leaf): the plan, the role, the
+    canonical encoding, its major and the descriptor advance (16-byte units) of every K instruction."""
+
+    plan: WGMMA64
+    role: OperandRole
+    structure: SwizzledStructure
+    major: str
+    steps: tuple
+
+    def describe(self) -> str:
+        return (f"a WGMMA operand {self.role.name} of {self.plan!r} in shared memory ({self.structure}, "
+                f"K steps {self.steps})")
+
+
 class WGMMAOperand:
     """A shared-memory WGMMA operand: the descriptor of its origin element (runtime u64) plus,
     statically, the plan, role, encoding and the descriptor advance of every K instruction."""
@@ -142,11 +161,11 @@ class WGMMAOperand:
             plan, role, structure, major, steps, desc)
 
     def __tylo_flatten__(self):
-        return [self.desc], (self.plan, self.role, self.structure, self.major, self.steps)
+        return [self.desc], WGMMAOperandStatic(self.plan, self.role, self.structure, self.major, self.steps)
 
     @classmethod
     def __tylo_unflatten__(cls, static, leaves, ctx):
-        return cls(*static, leaves[0])
+        return cls(static.plan, static.role, static.structure, static.major, static.steps, leaves[0])
 
     def __tylo_getattr__(self, ctx, name):
         if name in ("plan", "role", "structure", "major", "desc"):
@@ -236,6 +255,28 @@ def _no_math(what, hint):
     return err
 
 
+@dataclass(frozen=True)
+class PendingAccumulatorStatic:
+    """The static part of a PendingAccumulator (the registers of every part are the leaves): the
+    plan and the number of parts (one per K partition). The commit group's mark is not part of
+    it (see PendingAccumulator)."""
+
+    plan: WGMMA64
+    parts: int
+
+    def describe(self) -> str:
+        return f"a pending WGMMA accumulator of {self.plan!r} in {self.parts} part{'s' if self.parts != 1 else ''}"
+
+
+@dataclass(frozen=True)
+class PartialAccumulatorStatic(PendingAccumulatorStatic):
+    """The static part of a PartialAccumulator: completed partitions, not yet summed (never equal
+    to a PendingAccumulatorStatic: dataclass equality compares the classes)."""
+
+    def describe(self) -> str:
+        return f"a partial (unsummed) WGMMA accumulator of {self.plan!r} in {self.parts} parts"
+
+
 class PendingAccumulator:
     """Accumulators of WGMMAs in flight (``mma_async``'s result). Registers are owned by the
     asynchronous instructions: the only uses are ``wait_mma`` and further ``mma_async``."""
@@ -248,13 +289,12 @@ class PendingAccumulator:
         self.group = group
 
     def __tylo_flatten__(self):
-        return [v for p in self.parts for v in p], (self.plan, len(self.parts))
+        return [v for p in self.parts for v in p], PendingAccumulatorStatic(self.plan, len(self.parts))
 
     @classmethod
     def __tylo_unflatten__(cls, static, leaves, ctx):
-        plan, p = static
-        n = len(leaves) // p
-        return cls(plan, [leaves[i * n:(i + 1) * n] for i in range(p)])
+        n = len(leaves) // static.parts
+        return cls(static.plan, [leaves[i * n:(i + 1) * n] for i in range(static.parts)])
 
     __tylo_binary__ = __tylo_compare__ = __tylo_unary__ = __tylo_getitem__ = __tylo_getattr__ = _no_math(
         "a pending WGMMA accumulator", "wait_mma(pending) first")
@@ -271,7 +311,9 @@ class PartialAccumulator:
         self.plan = plan
         self.parts = tuple(tuple(p) for p in parts)
 
-    __tylo_flatten__ = PendingAccumulator.__tylo_flatten__
+    def __tylo_flatten__(self):
+        return [v for p in self.parts for v in p], PartialAccumulatorStatic(self.plan, len(self.parts))
+
     __tylo_unflatten__ = classmethod(PendingAccumulator.__tylo_unflatten__.__func__)
     __tylo_binary__ = __tylo_compare__ = __tylo_unary__ = __tylo_getitem__ = __tylo_getattr__ = _no_math(
         "a partial (partitioned) WGMMA accumulator", "finish_mma(acc) sums its partitions into a Fragment")
