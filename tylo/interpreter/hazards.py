@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["SharedShadow", "join_clocks"]
+__all__ = ["SharedShadow", "SharedRead", "join_clocks"]
 
 
 def join_clocks(threads) -> None:
@@ -42,6 +42,15 @@ def join_clocks(threads) -> None:
 
 def _overlaps(items, lo, hi):
     return [a for a in items if a.lo < hi and lo < a.hi]
+
+
+class SharedRead:
+    """An in-flight read of shared bytes ``[lo, hi)`` by an MMA unit (WGMMA, tcgen05.mma), which the
+    hazard checker holds against writers until its issuer's wait ``retired`` it."""
+
+    def __init__(self, kind, op, lo, hi):
+        self.kind, self.op, self.lo, self.hi = kind, op, lo, hi
+        self.retired = False
 
 
 class SharedShadow:

@@ -238,39 +238,38 @@ class Machine:
         for hook in EXIT_HOOKS:
             hook(self)
 
+    def _serve_collectives(self, threads, request, reply, done, c0, per_cta, kind, width, who, run) -> bool:
+        """Run each group of ``width`` threads of the CTA at ``c0`` whose live members all wait at a
+        ``kind`` collective; ``run(op, {member - group start: inputs}, members)`` gives the replies."""
+        served = False
+        unit = "warp" if kind == "warp" else "warpgroup"
+        for w in range(c0, c0 + per_cta, width):
+            members = [i for i in range(w, min(w + width, c0 + per_cta)) if not done[i]]
+            if members and all(request[i] is not None and request[i][0] == kind for i in members):
+                ops = {request[i][1].name for i in members}
+                if len(ops) != 1:
+                    raise InterpreterError(f"deadlock: the {who} of {unit} {(w - c0) // width} wait at different "
+                                           f"collectives ({', '.join(sorted(ops))})")
+                op = request[members[0]][1]
+                self.current, self.current_op = threads[members[0]], op
+                replies = run(op, {i - w: request[i][2] for i in members}, members)
+                for i in members:
+                    reply[i], request[i] = replies[i - w], None
+                served = True
+        return served
+
     def _serve(self, threads, request, reply, done, per_cta) -> bool:
         served = False
         n = len(threads)
-        # warp collectives: every live lane of the warp waits at the same op
         for c0 in range(0, n, per_cta):
-            for w in range(c0, c0 + per_cta, 32):
-                lanes = [i for i in range(w, min(w + 32, c0 + per_cta)) if not done[i]]
-                if lanes and all(request[i] is not None and request[i][0] == "warp" for i in lanes):
-                    ops = {request[i][1].name for i in lanes}
-                    if len(ops) != 1:
-                        raise InterpreterError(f"deadlock: the lanes of warp {(w - c0) // 32} wait at different "
-                                               f"collectives ({', '.join(sorted(ops))})")
-                    op = request[lanes[0]][1]
-                    self.current, self.current_op = threads[lanes[0]], op
-                    replies = WARP_OPS[op.name](self, op, {i - w: request[i][2] for i in lanes})
-                    for i in lanes:
-                        reply[i], request[i] = replies[i - w], None
-                    served = True
-            # warpgroup collectives: every live thread of the 4 warps
-            for w in range(c0, c0 + per_cta, 128):
-                members = [i for i in range(w, min(w + 128, c0 + per_cta)) if not done[i]]
-                if members and all(request[i] is not None and request[i][0] == "wg" for i in members):
-                    ops = {request[i][1].name for i in members}
-                    if len(ops) != 1:
-                        raise InterpreterError(f"deadlock: the threads of warpgroup {(w - c0) // 128} wait at "
-                                               f"different collectives ({', '.join(sorted(ops))})")
-                    op = request[members[0]][1]
-                    self.current, self.current_op = threads[members[0]], op
-                    replies = WARPGROUP_SEMANTICS[op.name](self, op, {i - w: request[i][2] for i in members},
-                                                           [threads[i] for i in members])
-                    for i in members:
-                        reply[i], request[i] = replies[i - w], None
-                    served = True
+            # warp collectives (every live lane of the warp) and warpgroup collectives (every live thread
+            # of the 4 warps) wait at the same op
+            served |= self._serve_collectives(threads, request, reply, done, c0, per_cta, "warp", 32, "lanes",
+                                              lambda op, inputs, members: WARP_OPS[op.name](self, op, inputs))
+            served |= self._serve_collectives(
+                threads, request, reply, done, c0, per_cta, "wg", 128, "threads",
+                lambda op, inputs, members: WARPGROUP_SEMANTICS[op.name](self, op, inputs,
+                                                                         [threads[i] for i in members]))
             # the CTA barrier (bar.sync 0): every live thread of the CTA
             live = [i for i in range(c0, c0 + per_cta) if not done[i]]
             if live and all(request[i] is not None and request[i][0] == "barrier" for i in live):

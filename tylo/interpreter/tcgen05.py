@@ -24,6 +24,7 @@ from ..ir.nv.bitfields import unpack_fields
 from ..ir.nv.tcgen05 import TCGEN05_IDESC_FIELDS, TCGEN05_SMEM_DESCRIPTOR_FIELDS
 from .core import Pointer, numpy_dtype
 from .errors import InterpreterError
+from .hazards import SharedRead
 from .machine import AsyncOp
 from .mbarrier import barrier_at
 from .operand_layout import operand_addresses
@@ -35,12 +36,6 @@ __all__ = ["decode_tcgen05_operand"]
 _SWIZZLE = {0: 0, 2: 128, 4: 64, 6: 32}
 _TYPES = {"f16": {0: T.f16, 1: T.bf16}, "tf32": {2: T.f32}, "f8f6f4": {0: T.f8e4m3, 1: T.f8e5m2},
           "i8": {0: T.u8, 1: T.i8}}
-
-
-class _Read:
-    def __init__(self, op, lo, hi):
-        self.kind, self.op, self.lo, self.hi = "tcgen05.mma", op, lo, hi
-        self.retired = False
 
 
 def decode_tcgen05_operand(desc: int, rows: int, k: int, elem_bytes: int, mn_major: bool) -> np.ndarray:
@@ -90,7 +85,7 @@ def _mma(th, op, ins, t):
     tm.owned(d_col, N, op)
     tm.check_thread_stores(th, slice(0, M), d_col, N, op, "accumulates into" if enable else "overwrites")
     b_addr = decode_tcgen05_operand(b_desc, N, K, b_t.itemsize, bool(f["transpose_b"]))
-    reads = [_Read(op, int(b_addr.min()), int(b_addr.max()) + b_t.itemsize)]
+    reads = [SharedRead("tcgen05.mma", op, int(b_addr.min()), int(b_addr.max()) + b_t.itemsize)]
     if op.attrs["a_tmem"]:
         a_lane, a_col = int(a) >> 16, int(a) & 0xFFFF
         per = 4 // a_t.itemsize
@@ -103,7 +98,7 @@ def _mma(th, op, ins, t):
         a_addr = None
     else:
         a_addr = decode_tcgen05_operand(a, M, K, a_t.itemsize, bool(f["transpose_a"]))
-        reads.append(_Read(op, int(a_addr.min()), int(a_addr.max()) + a_t.itemsize))
+        reads.append(SharedRead("tcgen05.mma", op, int(a_addr.min()), int(a_addr.max()) + a_t.itemsize))
     for r in reads:
         cta.shadow.async_read(m, r, [th])
     chain = cta.state.get("tcgen05_last")

@@ -31,6 +31,7 @@ from ..ir.nv.wgmma import WGMMA_DESCRIPTOR_FIELDS
 from ..layouts import Ownership
 from .core import PendingValue, numpy_dtype
 from .errors import InterpreterError
+from .hazards import SharedRead
 from .machine import AsyncOp
 from .operand_layout import operand_addresses
 from .registry import WARPGROUP_SEMANTICS
@@ -39,14 +40,6 @@ __all__ = ["decode_operand_addresses", "accumulator_coords"]
 
 _SWIZZLE_BYTES = {0: 0, 1: 128, 2: 64, 3: 32}
 _DTYPES = {"bf16": T.bf16, "f16": T.f16, "f8e4m3": T.f8e4m3, "f8e5m2": T.f8e5m2}
-
-
-class _Read:
-    """An in-flight read of shared bytes by a WGMMA (for the hazard checker)."""
-
-    def __init__(self, kind, op, lo, hi):
-        self.kind, self.op, self.lo, self.hi = kind, op, lo, hi
-        self.retired = False
 
 
 def decode_operand_addresses(desc: int, rows: int, k: int, elem_bytes: int, mn_major: bool) -> np.ndarray:
@@ -149,7 +142,7 @@ def _mma(machine, op, lanes, threads, register_a=False):
     unit["fenced"] = True
 
     token = AsyncOp("WGMMA", op, cta, None, after=unit["last"])
-    reads = [_Read("WGMMA", op, int(x.min()), int(x.max()) + dtype.itemsize) for x in (a_addr, b_addr)
+    reads = [SharedRead("WGMMA", op, int(x.min()), int(x.max()) + dtype.itemsize) for x in (a_addr, b_addr)
              if x is not None]
 
     def effect():
