@@ -132,11 +132,14 @@ def parse_shapes(text: str) -> tuple:
             raise argparse.ArgumentTypeError(f"a shape is BATCHxSEQLEN (e.g. 2x8k), got {part!r}")
         try:
             batch = int(pieces[0])
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{part!r}: the batch must be a positive integer") from None
+        try:
             seqlen = parse_seqlen(pieces[1])
         except ValueError as exc:
             raise argparse.ArgumentTypeError(f"{part!r}: {exc}") from None
         if batch <= 0:
-            raise argparse.ArgumentTypeError(f"{part!r}: the batch must be positive")
+            raise argparse.ArgumentTypeError(f"{part!r}: the batch must be a positive integer")
         shapes.append((batch, seqlen))
     return tuple(shapes)
 
@@ -533,9 +536,13 @@ def measure(case: Case, runners: dict, timed_libraries, torch, args, device: str
 def git_commit() -> str:
     import subprocess
 
-    try:
-        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                              timeout=10).stdout.strip() or "unknown"
+    def git(*words):
+        return subprocess.run(["git", *words], cwd=ROOT, capture_output=True, text=True, timeout=10).stdout.strip()
+
+    try:   # only this tree's own repository (a copy inside another checkout would name that one's commit)
+        if os.path.realpath(git("rev-parse", "--show-toplevel") or "/nonexistent") != os.path.realpath(ROOT):
+            return "unknown"
+        return git("rev-parse", "--short", "HEAD") + (" (modified)" if git("status", "--porcelain") else "")
     except Exception:
         return "unknown"
 
