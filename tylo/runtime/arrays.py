@@ -46,7 +46,7 @@ try:
 except Exception:  # pragma: no cover - ml_dtypes is a dependency
     _mld = None
 
-__all__ = ["ArrayInfo", "array_extractor", "describe_array", "DeviceArray", "to_device",
+__all__ = ["ArrayInfo", "array_extractor", "native_array_access", "describe_array", "DeviceArray", "to_device",
            "empty", "zeros", "dtype_name", "numpy_dtype", "DTYPE_NAMES"]
 
 DTYPE_NAMES = ("bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64",
@@ -152,6 +152,19 @@ def array_extractor(obj_type: type, sample=None):
     if f is None and sample is not None and "__cuda_array_interface__" in getattr(sample, "__dict__", ()):
         return _extract_cai
     return f
+
+
+def native_array_access(obj_type: type):
+    """How the native launcher reads arrays of ``obj_type`` without calling Python code of tylo:
+    ``(pointer attribute, pointer is a method, dtype attribute, {dtype: tylo name}, attribute that
+    must be True or None)``, for the types whose extractor is that simple (torch tensors, tylo
+    DeviceArrays); None for the others (their Python extractor is called)."""
+    f = array_extractor(obj_type)
+    if f is _extract_torch:
+        return ("data_ptr", True, "dtype", dict(_torch_dtypes), "is_cuda")
+    if f is _extract_device_array:
+        return ("ptr", False, "dtype_name", {name: name for name in DTYPE_NAMES}, None)
+    return None
 
 
 def _make_extractor(t: type):
