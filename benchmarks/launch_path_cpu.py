@@ -19,7 +19,6 @@ import threading
 import time
 
 import tylo
-from tylo.jit import _ctype
 from tylo.runtime import native
 from tylo.runtime.arrays import DeviceArray
 from tylo.runtime.launch import ArgPacker, Launcher
@@ -115,7 +114,7 @@ def measure(lib, fn, args, grid, block, batch, repeat):
             kernel._native_tried = True  # the Python _Bound and the ctypes Launcher
         launch = kernel[grid, block]
         ck = compile_offline(kernel, args, tuple(block))
-        slow, fast = fake_launchers(lib, [_ctype(t) for t in ck.param_types])
+        slow, fast = fake_launchers(lib, ck.param_ctypes)
         if path == "native" and fast is None:
             rows[path] = None
             continue

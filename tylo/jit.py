@@ -86,6 +86,12 @@ class CompiledKernel:
                 f"shared={self.static_shared_bytes}+{self.shared_bytes}B cubin={len(self.cubin)}B{where}>")
 
     @property
+    def param_ctypes(self) -> list:
+        """The ctypes type of each launch parameter (c_uint64 for pointers, ``c_uint8 * 128`` for a
+        TMA descriptor): the layout of the argument buffer."""
+        return [_ctype(t) for t in self.param_types]
+
+    @property
     def launcher(self):
         if self._launcher is None:
             from .runtime import driver, native
@@ -94,8 +100,7 @@ class CompiledKernel:
             driver.ensure_context()
             module = driver.load_module(self.cubin)
             function = driver.get_function(module, self.name)
-            self._launcher = make_launcher(native.load(), function, [_ctype(t) for t in self.param_types],
-                                           self.shared_bytes)
+            self._launcher = make_launcher(native.load(), function, self.param_ctypes, self.shared_bytes)
         return self._launcher
 
 

@@ -30,8 +30,8 @@ import threading
 import warnings
 from pathlib import Path
 
-__all__ = ["load", "build", "status", "default_build_dir", "compile_macros", "compiler_command", "source_path",
-           "source_digest", "MODULE_NAME", "KNOB"]
+__all__ = ["load", "load_file", "build", "status", "default_build_dir", "compile_macros", "compiler_command",
+           "source_path", "source_digest", "MODULE_NAME", "KNOB"]
 
 MODULE_NAME = "tylo.runtime._native_launch"
 KNOB = "TYLO_NATIVE_LAUNCH"
@@ -122,13 +122,15 @@ def _find(build_dir):
         return None, "; ".join(reasons)
     try:
         path = build(Path(build_dir) / digest[:16])
-        return _load_file(path, digest), None
+        return load_file(path, digest), None
     except Exception as exc:  # no compiler, no Python headers, a read-only folder: fall back
         reasons.append(f"building it failed: {str(exc).strip()[:300]}")
     return None, "; ".join(reasons)
 
 
-def _load_file(path, digest):
+def load_file(path, digest=None):
+    """The native module built at ``path`` (``build()``), checked to be of this source."""
+    digest = digest or source_digest()
     spec = importlib.util.spec_from_file_location(MODULE_NAME, str(path))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

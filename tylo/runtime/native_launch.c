@@ -304,8 +304,14 @@ static int do_launch(Launcher *self, const unsigned *dims, const unsigned *clust
             attr.value.cluster.x = cluster[0];
             attr.value.cluster.y = cluster[1];
             attr.value.cluster.z = cluster[2];
-            LaunchConfig cfg = {{dims[0], dims[1], dims[2]}, {dims[3], dims[4], dims[5]}, self->shared,
-                                (void *)(uintptr_t)stream, &attr, 1};
+            LaunchConfig cfg;
+            memset(&cfg, 0, sizeof cfg);   /* padding included: the bytes the ctypes path writes */
+            memcpy(cfg.grid, dims, sizeof cfg.grid);
+            memcpy(cfg.block, dims + 3, sizeof cfg.block);
+            cfg.shared = self->shared;
+            cfg.stream = (void *)(uintptr_t)stream;
+            cfg.attrs = &attr;
+            cfg.num_attrs = 1;
             Py_BEGIN_ALLOW_THREADS
             r = self->launch_ex(&cfg, self->function, ptrs, NULL);
             Py_END_ALLOW_THREADS
