@@ -46,7 +46,7 @@ try:
 except Exception:  # pragma: no cover - ml_dtypes is a dependency
     _mld = None
 
-__all__ = ["ArrayInfo", "array_extractor", "native_array_access", "describe_array", "DeviceArray", "to_device",
+__all__ = ["ArrayInfo", "array_extractor", "array_fingerprint", "native_array_access", "describe_array", "DeviceArray", "to_device",
            "empty", "zeros", "dtype_name", "numpy_dtype", "DTYPE_NAMES"]
 
 DTYPE_NAMES = ("bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64",
@@ -374,6 +374,18 @@ def _byte_strides_to_elements(strides, itemsize: int, shape) -> tuple:
 
 
 # ---------------------------------------------------------------- slow path
+
+def array_fingerprint(obj):
+    """A hashable value that differs whenever ``describe_array(obj)`` would (pointer, dtype, shape,
+    strides, device), cheap for torch tensors and DeviceArrays: the key of host-side memos such as
+    prepared launches (examples/hopper_gemm.py ``launch``)."""
+    f = array_extractor(type(obj))
+    if f is _extract_torch:
+        return (obj.data_ptr(), obj.dtype, obj.shape, obj.stride(), obj.device)
+    if f is _extract_device_array:
+        return (obj.ptr, obj.dtype_name, obj.shape, obj.device)
+    return tuple(describe_array(obj)[:5])
+
 
 def describe_array(obj) -> ArrayInfo:
     """Full description of a device array argument: ArrayInfo(ptr, dtype_name,
