@@ -46,8 +46,8 @@ try:
 except Exception:  # pragma: no cover - ml_dtypes is a dependency
     _mld = None
 
-__all__ = ["ArrayInfo", "array_extractor", "array_fingerprint", "native_array_access", "describe_array", "DeviceArray", "to_device",
-           "empty", "zeros", "dtype_name", "numpy_dtype", "DTYPE_NAMES"]
+__all__ = ["ArrayInfo", "array_extractor", "array_fingerprint", "native_array_access", "describe_array",
+           "DeviceArray", "to_device", "empty", "zeros", "dtype_name", "numpy_dtype", "DTYPE_NAMES"]
 
 DTYPE_NAMES = ("bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64",
                "f16", "bf16", "f32", "f64", "f8e4m3", "f8e5m2")
