@@ -501,3 +501,13 @@ def test_stale_build_is_not_used(tmp_path, monkeypatch, mod):
     path = native.build(tmp_path / "b")
     with pytest.raises(ImportError, match="another native_launch.c"):
         native.load_file(path, digest="0" * 64)
+
+
+def test_an_installed_copy_of_the_same_source_is_found(tmp_path, monkeypatch, mod):
+    """Tests run from the source tree after ``pip install .`` (CI) use the installed build."""
+    site = tmp_path / "site"
+    path = native.build(site / "tylo" / "runtime")
+    monkeypatch.syspath_prepend(str(site))
+    found = native._installed_copy(native.source_digest())
+    assert found is not None and found.__file__ == str(path)
+    assert native._installed_copy("0" * 64) is None     # another source: not used

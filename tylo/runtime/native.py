@@ -8,7 +8,9 @@ Where the module comes from, first found wins:
 
 1. ``tylo/runtime/_native_launch.abi3.so`` next to this file: built by ``pip install`` (setup.py's
    optional extension) or in place by ``python scripts/build_native.py``;
-2. a copy built on first use into ``<build_dir>/<digest of the C source>/`` with the C compiler and
+2. the same file of an installed tylo elsewhere on ``sys.path`` when it was built from this very
+   source (tests run from a source tree after ``pip install .``, as CI does);
+3. a copy built on first use into ``<build_dir>/<digest of the C source>/`` with the C compiler and
    Python headers of this machine (``build()``; the JIT passes ``$TYLO_CACHE_DIR/native``), as
    Triton builds its launchers. A source tree run with PYTHONPATH and no install gets it this way.
 
@@ -118,6 +120,9 @@ def _find(build_dir):
         reasons.append(f"no built module ({exc})")
     if digest is None:
         return None, "; ".join(reasons)
+    installed = _installed_copy(digest)
+    if installed is not None:
+        return installed, None
     if build_dir is None:
         return None, "; ".join(reasons)
     try:
@@ -126,6 +131,21 @@ def _find(build_dir):
     except Exception as exc:  # no compiler, no Python headers, a read-only folder: fall back
         reasons.append(f"building it failed: {str(exc).strip()[:300]}")
     return None, "; ".join(reasons)
+
+
+def _installed_copy(digest):
+    """The module of an installed tylo elsewhere on sys.path, built from this very source: CI runs
+    the tests from the source tree after ``pip install .``, whose build is in site-packages."""
+    here = Path(__file__).resolve().parent
+    for entry in sys.path:
+        candidate = Path(entry or ".", "tylo", "runtime", f"_native_launch{_SUFFIX}")
+        try:
+            if candidate.resolve().parent == here or not candidate.is_file():
+                continue
+            return load_file(candidate, digest)
+        except (ImportError, OSError):
+            continue
+    return None
 
 
 def load_file(path, digest=None):

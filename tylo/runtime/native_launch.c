@@ -558,6 +558,7 @@ typedef struct {
     int ptr_is_method;
     /* P_BLOB memo: the last object and what it gave */
     PyObject *memo_obj, *memo_part, *memo_value;
+    Py_ssize_t index;
 } Param;
 
 typedef struct {
@@ -703,13 +704,15 @@ static PyObject *Dispatcher_set_param(PyObject *op, PyObject *const *args, Py_ss
         if (fresh.want == Py_None) fresh.want = NULL;
         if (fresh.check_name == Py_None) fresh.check_name = NULL;
     }
-    param_clear(p);
-    *p = fresh;
+    PyObject *keep[5] = {p->type, p->data, p->memo_obj, p->memo_part, p->memo_value};
+    *p = fresh;   /* the new record first, the old references released after: no half-made state */
+    p->index = i;
     p->code = (int)code;
     Py_INCREF(args[1]); p->type = args[1];
     Py_INCREF(data); p->data = data;
     Py_CLEAR(self->last_key);
     Py_CLEAR(self->last_launcher);
+    for (int k = 0; k < 5; k++) Py_XDECREF(keep[k]);
     Py_RETURN_NONE;
 }
 
@@ -735,7 +738,9 @@ static PyObject *Dispatcher_set_stream_getter(PyObject *op, PyObject *v) {
     Py_RETURN_NONE;
 }
 
-/* 1: part and value made (value may be NULL: none); 0: not handled here (slow path); -1: error */
+/* 1: part and value made (value may be NULL: none); 0: not handled here (slow path); -1: error.
+ * ``p`` is a copy of the parameter's state whose ``data`` (which owns the borrowed fields) the
+ * caller holds: Python code run here (getattr, a classifier) may call set_param meanwhile. */
 static int classify(Dispatcher *self, Param *p, PyObject *v, PyObject **part, PyObject **value) {
     *part = *value = NULL;
     switch (p->code) {
@@ -787,6 +792,7 @@ static int classify(Dispatcher *self, Param *p, PyObject *v, PyObject **part, Py
     }
     case P_BLOB: {
         int frozen = p->data == Py_True;
+        p = &self->params[p->index];     /* the memo lives in the Dispatcher's own record */
         if (frozen && p->memo_obj == v) {
             Py_INCREF(p->memo_part); *part = p->memo_part;
             Py_INCREF(p->memo_value); *value = p->memo_value;
@@ -946,16 +952,18 @@ static PyObject *Bound_call(PyObject *op, PyObject *args, PyObject *kwargs) {
         }
     }
     Py_ssize_t nparts = 0, nvalues = 0;
-    PyObject *result = NULL, *key = NULL;
+    PyObject *result = NULL, *key = NULL, *launcher = NULL;
     int fast = 1;
     parts[nparts++] = b->block;
     Py_INCREF(b->block);
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *v = PyTuple_GetItem(args, i);
-        Param *p = &d->params[i];
-        if (p->code == P_UNSET || (PyObject *)Py_TYPE(v) != p->type) { fast = 0; break; }
+        Param p = d->params[i];
+        if (p.code == P_UNSET || (PyObject *)Py_TYPE(v) != p.type) { fast = 0; break; }
         PyObject *part, *value;
-        int r = classify(d, p, v, &part, &value);
+        Py_XINCREF(p.data);
+        int r = classify(d, &p, v, &part, &value);
+        Py_XDECREF(p.data);
         if (r < 0) goto done;
         if (r == 0) { fast = 0; break; }
         parts[nparts++] = part;
@@ -966,17 +974,22 @@ static PyObject *Bound_call(PyObject *op, PyObject *args, PyObject *kwargs) {
         goto done;
     }
     /* the last key first: equal parts (identity first) need no hashing */
-    PyObject *launcher = NULL;
-    if (d->last_key && PyTuple_Size(d->last_key) == nparts) {
+    PyObject *last_key = d->last_key, *last_launcher = d->last_launcher;
+    if (last_key && last_launcher && PyTuple_Size(last_key) == nparts) {
+        /* held: an __eq__ below may run Python code that replaces the remembered key */
+        Py_INCREF(last_key);
+        Py_INCREF(last_launcher);
         int same = 1;
         for (Py_ssize_t i = 0; same && i < nparts; i++) {
-            PyObject *last = PyTuple_GetItem(d->last_key, i);
+            PyObject *last = PyTuple_GetItem(last_key, i);
             if (last == parts[i]) continue;
             int eq = PyObject_RichCompareBool(parts[i], last, Py_EQ);
             if (eq < 0) { PyErr_Clear(); eq = 0; }
             same = eq;
         }
-        if (same) launcher = d->last_launcher;
+        Py_DECREF(last_key);
+        if (same) launcher = last_launcher;   /* a strong reference, released at done */
+        else Py_DECREF(last_launcher);
     }
     if (!launcher) {
         key = PyTuple_New(nparts);
@@ -985,16 +998,15 @@ static PyObject *Bound_call(PyObject *op, PyObject *args, PyObject *kwargs) {
             Py_INCREF(parts[i]);
             PyTuple_SetItem(key, i, parts[i]);
         }
-        launcher = PyDict_GetItemWithError(d->table, key);   /* borrowed */
-        if (!launcher) {
-            PyErr_Clear();   /* a miss (or an unhashable part): the Python path compiles or explains */
+        PyObject *found = PyDict_GetItemWithError(d->table, key);   /* borrowed */
+        if (!found || (PyObject *)Py_TYPE(found) != Launcher_type) {
+            /* a miss (or an unhashable part): the Python path compiles or explains */
+            PyErr_Clear();
             result = slow_path(b, args, stream, NULL);
             goto done;
         }
-        if ((PyObject *)Py_TYPE(launcher) != Launcher_type) {
-            result = slow_path(b, args, stream, NULL);
-            goto done;
-        }
+        launcher = found;
+        Py_INCREF(launcher);                   /* ours, released at done */
         Py_INCREF(launcher);
         SETREF(d->last_launcher, launcher);
         Py_INCREF(key);
@@ -1020,14 +1032,13 @@ static PyObject *Bound_call(PyObject *op, PyObject *args, PyObject *kwargs) {
         result = slow_path(b, args, stream, NULL);       /* stream objects: the Python resolver */
         goto done;
     }
-    Py_INCREF(launcher);   /* the launch may run Python (errors) that changes the memo */
     int rc = do_launch((Launcher *)launcher, b->dims, NULL, handle, values, nvalues);
-    Py_DECREF(launcher);
     if (rc == 0) {
         Py_INCREF(Py_None);
         result = Py_None;
     }
 done:
+    Py_XDECREF(launcher);
     for (Py_ssize_t i = 0; i < nparts; i++) Py_DECREF(parts[i]);
     for (Py_ssize_t i = 0; i < nvalues; i++) Py_DECREF(values[i]);
     Py_XDECREF(key);
