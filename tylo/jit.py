@@ -296,7 +296,8 @@ class JITFunction:
         c = self._classifiers[i]
         code, data = self._native_code(i, c[0], c[1])
         self._dispatcher.set_param(i, c[0], code, data)
-        self._dispatcher.set_stream_getter(self._implicit_stream)
+        getter = self._implicit_stream
+        self._dispatcher.set_stream_getter(getattr(getter, "__tylo_compose__", getter))
 
     def _native_code(self, i: int, t: type, classify):
         """``(code, data)``: which C classification computes what ``classify`` (``_classifier(i, .)``

@@ -511,3 +511,25 @@ def test_an_installed_copy_of_the_same_source_is_found(tmp_path, monkeypatch, mo
     found = native._installed_copy(native.source_digest())
     assert found is not None and found.__file__ == str(path)
     assert native._installed_copy("0" * 64) is None     # another source: not used
+
+
+def test_implicit_stream_getters(mod, rec, monkeypatch):
+    """Launches without stream= go to the getter's stream (torch's current stream in real use):
+    a callable, or (outer, inner) called as outer(inner()) as streams.py describes torch's."""
+    h = Harness(saxpy, mod, rec, monkeypatch, use_native=True)
+    out, x = device_array(0x7F00_0000_0000), device_array(0x7F00_0000_1000)
+    launch = h.kernel[4, 128]
+    launch(out, x, 100, 1.5, True, 3)
+    slow = h.slow_calls
+    h.kernel._dispatcher.set_stream_getter((lambda device: 1000 + device, lambda: 7))
+    launch(out, x, 100, 1.5, True, 3)
+    assert rec.rec_stream() == 1007
+    h.kernel._dispatcher.set_stream_getter(lambda: 99)
+    launch(out, x, 100, 1.5, True, 3)
+    assert rec.rec_stream() == 99
+    launch(out, x, 100, 1.5, True, 3, stream=5)     # an explicit stream wins
+    assert rec.rec_stream() == 5 and h.slow_calls == slow
+    with pytest.raises(TypeError, match="stream getter"):
+        h.kernel._dispatcher.set_stream_getter((1, 2))
+    from tylo.runtime.streams import current_stream_getter
+    assert current_stream_getter(DeviceArray) is None

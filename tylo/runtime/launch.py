@@ -1,4 +1,9 @@
-"""The launch fast path: libcuda through ctypes, one prepared buffer per kernel.
+"""The launch path: libcuda through ctypes, one prepared buffer per kernel.
+
+When the native launcher is loaded (``native.py``, ``native_launch.c``), ``make_launcher`` wraps
+the ``Launcher`` below in a ``native.Launcher`` that packs the same layout (``ArgPacker.slots``)
+in C and calls ``cuLaunchKernel`` directly; this module's ``Launcher`` is then its reference and
+its error path (``_native_pack_error``, ``_native_failed``), and the fallback when it is not.
 
 A ``Launcher`` is built once per compiled kernel. It lays out, in ONE
 preallocated host buffer:

@@ -567,7 +567,7 @@ typedef struct {
     PyObject *table;         /* key -> launcher (JITFunction._launchers) */
     PyObject *missing;       /* the _MISSING sentinel of the Python classifiers */
     PyObject *deps_check;    /* callable -> bool, or NULL */
-    PyObject *stream_getter; /* callable -> int, or NULL (legacy default stream) */
+    PyObject *stream_getter; /* callable -> int, (outer, inner): outer(inner()), or NULL (legacy default) */
     PyObject *last_key;      /* the key of the last fast launch and its launcher */
     PyObject *last_launcher;
     Py_ssize_t n;
@@ -734,6 +734,11 @@ static PyObject *Dispatcher_set_deps(PyObject *op, PyObject *v) {
 }
 
 static PyObject *Dispatcher_set_stream_getter(PyObject *op, PyObject *v) {
+    if (PyTuple_Check(v) && (PyTuple_Size(v) != 2 || !PyCallable_Check(PyTuple_GetItem(v, 0)) ||
+                             !PyCallable_Check(PyTuple_GetItem(v, 1)))) {
+        PyErr_SetString(PyExc_TypeError, "a stream getter is a callable or (outer, inner) callables");
+        return NULL;
+    }
     set_optional(&((Dispatcher *)op)->stream_getter, v);
     Py_RETURN_NONE;
 }
@@ -1015,7 +1020,17 @@ static PyObject *Bound_call(PyObject *op, PyObject *args, PyObject *kwargs) {
     unsigned long long handle = 0;
     if (stream == Py_None) {
         if (d->stream_getter) {
-            PyObject *h = PyObject_CallNoArgs(d->stream_getter);
+            PyObject *h;
+            if (PyTuple_Check(d->stream_getter)) {   /* (outer, inner): outer(inner()) */
+                PyObject *getter = d->stream_getter;
+                Py_INCREF(getter);
+                PyObject *inner = PyObject_CallNoArgs(PyTuple_GetItem(getter, 1));
+                h = inner ? PyObject_CallFunctionObjArgs(PyTuple_GetItem(getter, 0), inner, NULL) : NULL;
+                Py_XDECREF(inner);
+                Py_DECREF(getter);
+            } else {
+                h = PyObject_CallNoArgs(d->stream_getter);
+            }
             if (!h) goto done;
             handle = PyLong_AsUnsignedLongLong(h);
             Py_DECREF(h);
@@ -1077,7 +1092,8 @@ static PyMethodDef Dispatcher_methods[] = {
      "set_param(i, type, code, data): how arguments of exactly this type at parameter i are classified"},
     {"set_dependency_check", Dispatcher_set_deps, METH_O, "a callable -> bool (False: the slow path), or None"},
     {"set_stream_getter", Dispatcher_set_stream_getter, METH_O,
-     "a callable -> the current stream handle for launches without stream=, or None (handle 0)"},
+     "a callable -> the current stream handle for launches without stream=, (outer, inner) for "
+     "outer(inner()), or None (handle 0)"},
     {"forget", Dispatcher_forget, METH_NOARGS, "drop the remembered last key and blob memos"},
     {NULL, NULL, 0, NULL},
 };
