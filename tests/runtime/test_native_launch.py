@@ -384,6 +384,10 @@ def test_dispatch_keys_and_bytes_equal_the_python_path(mod, rec, monkeypatch):
     py, py_keys = run_sequence(saxpy, calls, mod, rec, monkeypatch, use_native=False)
     assert type(py.kernel[(4, 1, 1), (128, 1, 1)]).__name__ == "_Bound"
     assert fast_keys == py_keys
+    # the key format itself, unchanged: block, then per argument its classification
+    assert fast_keys[0] == ((128, 1, 1), ("*f32", True), ("*f32", False), ("i32", False, False), ("f32",),
+                            ("bool",), ("c", 3))
+    assert fast_keys[2][3] == ("i32", True, False) and fast_keys[5][3] == ("i64", False, True)
     assert set(fast.kernel._launchers) == set(py.kernel._launchers) == set(py_keys)
     assert fast.records == py.records
     # every call ran twice; a hit stays in C: only first sightings of a type, misses and stream=
@@ -495,6 +499,19 @@ def test_build_without_a_compiler_says_so(tmp_path, monkeypatch):
     monkeypatch.setenv("CC", str(tmp_path / "no-such-cc"))
     with pytest.raises(RuntimeError, match="no C compiler"):
         native.build(tmp_path / "out")
+    monkeypatch.setattr(native, "_installed_copy", lambda digest: None)
+    monkeypatch.setattr(native, "_in_tree", lambda digest: (None, "test: no in-tree module"))
+    module, why = native._find(tmp_path / "native")
+    assert module is None and "test: no in-tree module" in why and "no C compiler" in why
+
+
+def test_an_unwritable_build_folder_falls_back_to_a_temporary_one(tmp_path, monkeypatch):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    monkeypatch.setattr(native, "_installed_copy", lambda digest: None)
+    monkeypatch.setattr(native, "_in_tree", lambda digest: (None, "test: no in-tree module"))
+    module, why = native._find(blocker)
+    assert module is not None and why is None and "tylo-native-" in module.__file__
 
 
 def test_stale_build_is_not_used(tmp_path, monkeypatch, mod):

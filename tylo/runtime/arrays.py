@@ -381,7 +381,9 @@ def array_fingerprint(obj):
     prepared launches (examples/hopper_gemm.py ``launch``)."""
     f = array_extractor(type(obj))
     if f is _extract_torch:
-        return (obj.data_ptr(), obj.dtype, obj.shape, obj.stride(), obj.device)
+        # the pointer names the device (one virtual address space for host and every GPU); is_cuda
+        # is a cheap flag where .device would make an object per call
+        return (obj.data_ptr(), obj.dtype, obj.shape, obj.stride(), obj.is_cuda)
     if f is _extract_device_array:
         return (obj.ptr, obj.dtype_name, obj.shape, obj.device)
     return tuple(describe_array(obj)[:5])

@@ -110,14 +110,10 @@ def default_build_dir() -> Path:
 
 def _find(build_dir):
     digest = source_digest() if source_path().exists() else None
-    reasons = []
-    try:
-        from . import _native_launch as module  # built by pip or scripts/build_native.py
-        if digest is None or module.SOURCE_DIGEST == digest:
-            return module, None
-        reasons.append("the in-place build is of an older native_launch.c")
-    except ImportError as exc:
-        reasons.append(f"no built module ({exc})")
+    module, why = _in_tree(digest)
+    if module is not None:
+        return module, None
+    reasons = [why]
     if digest is None:
         return None, "; ".join(reasons)
     installed = _installed_copy(digest)
@@ -125,12 +121,28 @@ def _find(build_dir):
         return installed, None
     if build_dir is None:
         return None, "; ".join(reasons)
-    try:
-        path = build(Path(build_dir) / digest[:16])
-        return load_file(path, digest), None
-    except Exception as exc:  # no compiler, no Python headers, a read-only folder: fall back
-        reasons.append(f"building it failed: {str(exc).strip()[:300]}")
+    folders = [Path(build_dir) / digest[:16], None]   # None: a fresh temporary folder
+    for folder in folders:
+        try:
+            path = build(folder if folder is not None else tempfile.mkdtemp(prefix="tylo-native-"))
+            return load_file(path, digest), None
+        except OSError as exc:  # a folder that cannot be written: once more in a temporary one
+            reasons.append(f"building it in {folder} failed: {exc}")
+        except Exception as exc:  # no compiler, no Python headers: fall back
+            reasons.append(f"building it failed: {str(exc).strip()[:300]}")
+            break
     return None, "; ".join(reasons)
+
+
+def _in_tree(digest):
+    """(the module next to this file, None), or (None, why not)."""
+    try:
+        from . import _native_launch as module  # built by pip or scripts/build_native.py
+    except ImportError as exc:
+        return None, f"no built module ({exc})"
+    if digest is None or module.SOURCE_DIGEST == digest:
+        return module, None
+    return None, "the in-place build is of an older native_launch.c"
 
 
 def _installed_copy(digest):
