@@ -536,8 +536,9 @@ def _launch_cost_ns(batch: int = 256, repeat: int = 40) -> dict:
     batches are short so that the launch queue never fills and the GPU's own
     throughput is not what is measured). Entries: ``Launcher.launch``
     (cuLaunchKernelEx), ``launch_cluster``, ``launch_basic`` (ctypes
-    cuLaunchKernel), the bare ctypes cuLaunchKernelEx call on a prepared
-    buffer, and cuda-bindings' cuLaunchKernel. Needs a GPU."""
+    cuLaunchKernel), the native launcher's ``launch`` (when it loads), the bare
+    ctypes cuLaunchKernelEx call on a prepared buffer, and cuda-bindings'
+    cuLaunchKernel. Needs a GPU."""
     import statistics
 
     from . import driver
@@ -572,6 +573,11 @@ def _launch_cost_ns(batch: int = 256, repeat: int = 40) -> dict:
     run("launcher_launch_cluster_ns",
         lambda: L.launch_cluster((2, 1, 1), (32, 1, 1), (1, 1, 1), 0, vals))
     run("launcher_launch_basic_ns", lambda: L.launch_basic(1, 1, 1, 32, 1, 1, 0, vals))
+    from . import native
+    module = native.load()
+    if module is not None:
+        N = native_launcher(module, L)
+        run("native_launcher_launch_ns", lambda: N.launch(1, 1, 1, 32, 1, 1, 0, vals))
     L.pack(vals, grid=(1, 1, 1), block=(32, 1, 1))
     ex, cfg, func, params = L._cu_launch_ex, L._cfg_addr, L.function, L._params_addr
     run("ctypes_cuLaunchKernelEx_call_only_ns", lambda: ex(cfg, func, params, None))
