@@ -479,7 +479,25 @@ def test_fallback_warns_once_and_launches_through_ctypes(rec, monkeypatch):
     assert len([w for w in caught if "native launcher is not available" in str(w.message)]) == 1
     assert "test: no module" in native.status()
     kernel = tylo.jit(arch="sm_80")(saxpy)
-    assert type(kernel[1, 32]).__name__ == "_Bound"
+    launch = kernel[1, 32]
+    assert type(launch).__name__ == "_Bound"
+
+    def launcher(ck):       # the ctypes Launcher, its driver entry points the recorder
+        if ck._launcher is None:
+            ck._launcher = fake_slow(ck.param_ctypes, rec, function=0xF00D)
+        return ck._launcher
+    monkeypatch.setattr(tylo.CompiledKernel, "launcher", property(launcher))
+    out, x = device_array(0x7F00_0000_0000), device_array(0x7F00_0000_1000)
+    forget_layout(rec)
+    launch(out, x, 100, 1.5, True, 3)
+    slow = next(iter(kernel._launchers.values()))
+    assert type(slow) is Launcher
+    set_layout(rec, slow)
+    before = rec.rec_calls()
+    launch(out, x, 100, 1.5, True, 3)
+    assert rec.rec_calls() == before + 1
+    slow.pack((out.ptr, x.ptr, 100, 1.5, 1))
+    assert recorded_params(rec, slow) == slow.param_buffer()
 
 
 def test_knob_off_is_silent(monkeypatch):
