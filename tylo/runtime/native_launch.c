@@ -939,7 +939,10 @@ static PyObject *Bound_call(PyObject *op, PyObject *args, PyObject *kwargs) {
         return r;
     }
     if (d->deps_check) {
-        PyObject *ok = PyObject_CallNoArgs(d->deps_check);
+        PyObject *check = d->deps_check;   /* held: a compile on another thread may replace it */
+        Py_INCREF(check);
+        PyObject *ok = PyObject_CallNoArgs(check);
+        Py_DECREF(check);
         if (!ok) return NULL;
         int current = ok == Py_True;
         Py_DECREF(ok);
@@ -1021,16 +1024,16 @@ static PyObject *Bound_call(PyObject *op, PyObject *args, PyObject *kwargs) {
     if (stream == Py_None) {
         if (d->stream_getter) {
             PyObject *h;
-            if (PyTuple_Check(d->stream_getter)) {   /* (outer, inner): outer(inner()) */
-                PyObject *getter = d->stream_getter;
-                Py_INCREF(getter);
+            PyObject *getter = d->stream_getter;   /* held while called */
+            Py_INCREF(getter);
+            if (PyTuple_Check(getter)) {   /* (outer, inner): outer(inner()) */
                 PyObject *inner = PyObject_CallNoArgs(PyTuple_GetItem(getter, 1));
                 h = inner ? PyObject_CallFunctionObjArgs(PyTuple_GetItem(getter, 0), inner, NULL) : NULL;
                 Py_XDECREF(inner);
-                Py_DECREF(getter);
             } else {
-                h = PyObject_CallNoArgs(d->stream_getter);
+                h = PyObject_CallNoArgs(getter);
             }
+            Py_DECREF(getter);
             if (!h) goto done;
             handle = PyLong_AsUnsignedLongLong(h);
             Py_DECREF(h);
