@@ -568,3 +568,24 @@ def test_implicit_stream_getters(mod, rec, monkeypatch):
         h.kernel._dispatcher.set_stream_getter((1, 2))
     from tylo.runtime.streams import current_stream_getter
     assert current_stream_getter(DeviceArray) is None
+
+
+def test_no_reference_leaks(mod, rec, monkeypatch):
+    """Fast launches, slow ones and errors leave every argument's reference count as it was."""
+    import sys
+
+    from tylo.lang import tma
+    h = Harness(blobbed, mod, rec, monkeypatch, use_native=True)
+    blob = FrozenBlob(tma.TMATile(tylo.bf16, (128, 64)), 5)
+    out = device_array(0x7F00_0000_0000)
+    n = 1000 + 2**20                     # not a small cached int
+    launch = h.kernel[2, 32]
+    launch(blob, out, n, 2)
+    launch(blob, out, n, 2)              # the first launch in C remembers the blob (one reference)
+    counts = [sys.getrefcount(o) for o in (blob, out, n, blob.data)]
+    for _ in range(1000):
+        launch(blob, out, n, 2)
+        launch(blob, out, n, 2, stream=3)
+        with pytest.raises(TypeError):
+            launch(blob, "out", n, 2)
+    assert [sys.getrefcount(o) for o in (blob, out, n, blob.data)] == counts
