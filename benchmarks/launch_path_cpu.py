@@ -1,12 +1,13 @@
 """CPU cost of a cached launch, everything but the driver (no GPU: cuLaunchKernel is a no-op C
 function compiled here), for the native launcher and the ctypes path side by side.
 
-    PYTHONPATH=$PWD python benchmarks/launch_path_cpu.py
+    PYTHONPATH=$PWD python benchmarks/launch_path_cpu.py [--gemm]
 
 Measures ``kernel[grid, block](*args)`` for a hit: argument binding, classification, the
 dependency check, the specialisation lookup, packing the parameters and the call of the launch
 function. Arguments: two tylo DeviceArrays (fake pointers), an int and a float; then the same
-with three TMA-binding-like frozen blobs and eight constexprs, the shape of a GEMM launch.
+with three TMA-binding-like frozen blobs and eight constexprs, the shape of a GEMM launch;
+``--gemm``: examples/hopper_gemm.launch itself (compiled here for sm_90a; TMA encoding faked).
 Prints medians over repeats, in microseconds.
 """
 import ctypes
@@ -127,6 +128,46 @@ def measure(lib, fn, args, grid, block, batch, repeat):
     return rows
 
 
+def gemm_host_path(lib, batch, repeat):
+    """examples/hopper_gemm.launch for a cached 256^3 bf16 configuration, both paths: the TMA
+    descriptor encoding and the SM count faked (driver calls), the launch a no-op, the kernels
+    compiled for sm_90a here (a few seconds)."""
+    import numpy as np
+    from ml_dtypes import bfloat16
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "examples"))
+    import hopper_gemm as hg
+
+    from tylo.runtime import tma as rt_tma
+
+    rt_tma.encode_tiled = lambda ptr, dtype, dims, strides, box, swizzle: bytes(128)
+    hg._SMS[:] = [132]
+    rows = {}
+    for path in ("ctypes", "native"):
+        def launcher(ck, path=path):
+            if ck._launcher is None:
+                slow, fast = fake_launchers(lib, ck.param_ctypes)
+                ck._launcher = slow if path == "ctypes" or fast is None else fast
+            return ck._launcher
+        tylo.CompiledKernel.launcher = property(launcher)
+        for k in (hg.hopper_gemm, hg.splitk_reduce):
+            k._arch = "sm_90a"
+            k._native_tried = path == "ctypes"
+            k._dispatcher = None
+            k._bound_cache.clear()
+            k._launchers.clear()
+        hg._PREPARED.clear()
+        arrays = []
+        for shape, ptr in (((256, 256), 0x7F0000000000), ((256, 256), 0x7F0000100000), ((256, 256), 0x7F0000200000)):
+            a = DeviceArray.__new__(DeviceArray)
+            a.ptr, a.dtype_name, a.shape, a.device, a.dtype = ptr, "bf16", shape, 0, np.dtype(bfloat16)
+            arrays.append(a)
+        c, a, b = arrays
+        hg.launch(c, a, b, 256, 256, 256)
+        rows[path] = timed(lambda: hg.launch(c, a, b, 256, 256, 256), batch, repeat)
+    return rows
+
+
 def main(batch=5000, repeat=40):
     lib = noop_library()
     out, x = (DeviceArray.__new__(DeviceArray) for _ in range(2))
@@ -148,6 +189,10 @@ def main(batch=5000, repeat=40):
         c, n = rows["ctypes"], rows["native"]
         ratio = f"{c[0] / n[0]:>5.1f}x" if n else "   -"
         print(f"{name:<52} {c[0]:>15.3f} {n[0] if n else float('nan'):>10.3f} {ratio}")
+    if "--gemm" in sys.argv:
+        rows = gemm_host_path(lib, batch // 5, repeat)
+        c, n = rows["ctypes"], rows["native"]
+        print(f"{'hopper_gemm.launch 256^3 bf16 (cached)':<52} {c[0]:>15.3f} {n[0]:>10.3f} {c[0] / n[0]:>5.1f}x")
 
 
 if __name__ == "__main__":

@@ -37,6 +37,7 @@ import tylo.lang.tma as tma
 import tylo.lang.wgmma as wg
 from tylo import Layout
 from tylo.lang.mma import zero_accumulator
+from tylo.runtime.arrays import array_fingerprint
 
 BM, BN = 128, 256                # the default (large-shape) CTA tile: two consumer warpgroups of 64 x 256
 THREADS = 384                    # producer warpgroup + two consumer warpgroups
@@ -560,7 +561,6 @@ def launch(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=None
     """C (M, N) = A (M, K) @ B (K, N) (see ``prepare``). The launch arguments are cached per (arrays'
     pointers, shapes and strides, M, N, K, configuration, stream): a repeated call fingerprints the three
     arrays (``array_fingerprint``: no full description) and launches."""
-    from tylo.runtime.arrays import array_fingerprint
     _check_arguments(M, N, K, config)
     key = (array_fingerprint(c), array_fingerprint(a), array_fingerprint(b), M, N, K, stream,
            stages, group_m, c_bufs, config, autotune)
