@@ -136,8 +136,8 @@ def _find(build_dir):
 
 def _in_tree(digest):
     """(the module next to this file, None), or (None, why not)."""
-    try:
-        from . import _native_launch as module  # built by pip or scripts/build_native.py
+    try:  # built by pip or scripts/build_native.py (by name: this module imports nothing of the package)
+        module = importlib.import_module(MODULE_NAME)
     except ImportError as exc:
         return None, f"no built module ({exc})"
     if digest is None or module.SOURCE_DIGEST == digest:
