@@ -24,6 +24,7 @@ import hashlib
 import importlib.machinery
 import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -178,9 +179,16 @@ def compile_macros() -> list[str]:
 
 
 def compiler_command() -> list[str]:
-    """The C compiler this Python was built with (``$CC`` overrides), as an argument list."""
-    cc = os.environ.get("CC") or sysconfig.get_config_var("CC") or "cc"
-    return cc.split()
+    """The C compiler, as an argument list: ``$CC``, else the one this Python was built with when
+    it is on this machine (a conda or manylinux Python names a compiler that may not be), else
+    ``cc`` or ``gcc``."""
+    if os.environ.get("CC"):
+        return os.environ["CC"].split()
+    configured = (sysconfig.get_config_var("CC") or "").split()
+    for cmd in (configured, ["cc"], ["gcc"]):
+        if cmd and shutil.which(cmd[0]):
+            return cmd
+    return configured or ["cc"]
 
 
 def build(folder) -> Path:
