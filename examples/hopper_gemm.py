@@ -37,6 +37,7 @@ import tylo.lang.tma as tma
 import tylo.lang.wgmma as wg
 from tylo import Layout
 from tylo.lang.mma import zero_accumulator
+from tylo.runtime.arrays import array_fingerprint
 
 BM, BN = 128, 256                # the default (large-shape) CTA tile: two consumer warpgroups of 64 x 256
 THREADS = 384                    # producer warpgroup + two consumer warpgroups
@@ -558,11 +559,10 @@ def autotuner(config):
 
 def launch(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=None, config=None, autotune=False):
     """C (M, N) = A (M, K) @ B (K, N) (see ``prepare``). The launch arguments are cached per (arrays'
-    pointers, shapes and strides, M, N, K, configuration, stream): a repeated call describes the three
-    arrays and launches."""
-    from tylo.runtime import describe_array
+    pointers, shapes and strides, M, N, K, configuration, stream): a repeated call fingerprints the three
+    arrays (``array_fingerprint``: no full description) and launches."""
     _check_arguments(M, N, K, config)
-    key = (_where(describe_array(c)), _where(describe_array(a)), _where(describe_array(b)), M, N, K, stream,
+    key = (array_fingerprint(c), array_fingerprint(a), array_fingerprint(b), M, N, K, stream,
            stages, group_m, c_bufs, config, autotune)
     run = _PREPARED.get(key)
     if run is None:
@@ -580,10 +580,6 @@ def _check_arguments(M, N, K, config):
     if config is not None and not config.direct and N % 8:
         raise ValueError(f"hopper_gemm: TMA needs 16-byte aligned rows: N ({N}) must be a multiple of 8 "
                          f"for the TMA epilogue (a config with direct=True stores any N)")
-
-
-def _where(info):
-    return (info.ptr, info.dtype_name, tuple(info.shape), tuple(info.strides))
 
 
 def prepare(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=None, config=None, autotune=False):

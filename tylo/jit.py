@@ -5,6 +5,12 @@ argument with a per-type function cached by ``type(arg)``, looks the
 specialisation up in a per-kernel dictionary and fills a prepared ctypes
 argument buffer; nothing on it hashes source or allocates beyond the key
 tuple. A miss compiles (or loads from the disk cache) once.
+
+When the native launcher is loaded (``tylo.runtime.native``), ``kernel[grid, block]`` is its
+``Bound``: the same classification, written in C per parameter (``_native_code`` says which C
+code computes what each Python classifier returns), the lookup in the same dictionary and the
+launch, with no Python bytecode on a hit; everything else (a new argument type, a miss, keyword
+arguments, errors) calls ``_launch`` below, the reference.
 """
 from __future__ import annotations
 
@@ -80,15 +86,21 @@ class CompiledKernel:
                 f"shared={self.static_shared_bytes}+{self.shared_bytes}B cubin={len(self.cubin)}B{where}>")
 
     @property
+    def param_ctypes(self) -> list:
+        """The ctypes type of each launch parameter (c_uint64 for pointers, ``c_uint8 * 128`` for a
+        TMA descriptor): the layout of the argument buffer."""
+        return [_ctype(t) for t in self.param_types]
+
+    @property
     def launcher(self):
         if self._launcher is None:
-            from .runtime import driver
-            from .runtime.launch import Launcher
+            from .runtime import driver, native
+            from .runtime.launch import make_launcher
 
             driver.ensure_context()
             module = driver.load_module(self.cubin)
             function = driver.get_function(module, self.name)
-            self._launcher = Launcher(function, [_ctype(t) for t in self.param_types], self.shared_bytes)
+            self._launcher = make_launcher(native.load(), function, self.param_ctypes, self.shared_bytes)
         return self._launcher
 
 
@@ -185,6 +197,9 @@ class JITFunction:
         self._implicit_stream = None  # current-stream getter of the first torch/cupy argument's framework
         self._arch: str | None = None
         self._deps = None
+        self._native = None  # the native launcher module and this kernel's Dispatcher, once loaded
+        self._dispatcher = None
+        self._native_tried = False
 
     def __repr__(self):
         return f"<tylo kernel {self.__qualname__}>"
@@ -199,7 +214,10 @@ class JITFunction:
         if bound is None:
             if not isinstance(config, tuple) or len(config) != 2:
                 raise TypeError(f"use {self.__name__}[grid, block](...): grid and block are ints or tuples")
-            bound = _Bound(self, _dim3(config[0], "grid"), _dim3(config[1], "block"))
+            grid, block = _dim3(config[0], "grid"), _dim3(config[1], "block")
+            dispatcher = self._native_dispatcher()
+            bound = (_Bound(self, grid, block) if dispatcher is None
+                     else self._native.Bound(dispatcher, grid, block, self))
             if len(self._bound_cache) < 256:
                 self._bound_cache[config] = bound
         return bound
@@ -225,6 +243,8 @@ class JITFunction:
             if c is None or c[0] is not type(v):
                 c = classifiers[i] = (type(v), *self._classifier(i, v))
                 self._implicit_stream = _implicit_stream_getter(classifiers)
+                if self._dispatcher is not None:
+                    self._sync_native(i)
             k, val = c[1](v)
             key.append(k)
             if val is not _MISSING:
@@ -250,6 +270,61 @@ class JITFunction:
             launcher.launch(grid[0], grid[1], grid[2], block[0], block[1], block[2], handle, values)
         else:
             launcher.launch_cluster(grid, block, cluster, handle, values)
+
+    # -- the native fast path ------------------------------------------------------------
+    def _native_dispatcher(self):
+        """This kernel's ``Dispatcher`` of the native launcher, or None (not loaded, interpreted)."""
+        if not self._native_tried:
+            self._native_tried = True
+            if not self._interpret:
+                from .runtime import native
+
+                module = native.load()
+                if module is not None:
+                    self._native = module
+                    self._dispatcher = module.Dispatcher(self._launch, self._launchers, self._nparams, _MISSING)
+                    for i, c in enumerate(self._classifiers):
+                        if c is not None:
+                            self._sync_native(i)
+                    if self._deps is not None:
+                        self._dispatcher.set_dependency_check(self._deps.is_current)
+        return self._dispatcher
+
+    def _sync_native(self, i: int):
+        """Tell the Dispatcher how parameter ``i``'s arguments of the type just classified are
+        classified, and the stream getter that type implies."""
+        c = self._classifiers[i]
+        code, data = self._native_code(i, c[0], c[1])
+        self._dispatcher.set_param(i, c[0], code, data)
+        getter = self._implicit_stream
+        self._dispatcher.set_stream_getter(getattr(getter, "__tylo_compose__", getter))
+
+    def _native_code(self, i: int, t: type, classify):
+        """``(code, data)``: which C classification computes what ``classify`` (``_classifier(i, .)``
+        for arguments of type ``t``) returns; ``P_PYTHON`` calls ``classify`` itself."""
+        n = self._native
+        p = self.params[i]
+        ann = p.annotation
+        if p.constexpr:
+            return n.P_CONSTEXPR, None
+        if t is bool:
+            return (n.P_FIXED, ("bool",)) if ann is None or ann == T.bool_ else (n.P_PYTHON, classify)
+        if t is int:
+            return (n.P_INT, None) if ann is None else (n.P_PYTHON, classify)
+        if t is float:
+            return (n.P_FIXED, ("f32",)) if ann is None else (n.P_PYTHON, classify)
+        if hasattr(t, "__tylo_param__"):
+            # frozen objects (TMA bindings) always describe themselves the same: memoised per object
+            return n.P_BLOB, getattr(t, "__tylo_param_frozen__", False) is True
+        from .runtime.arrays import native_array_access
+
+        access = native_array_access(t)
+        if access is None:
+            return n.P_PYTHON, classify
+        ptr, ptr_is_method, dtype_attr, names, must_be_true = access
+        key_names = {dt: _PTR_NAME[name] for dt, name in names.items() if name in _PTR_NAME}
+        want = _PTR_NAME[ann.elem.name] if isinstance(ann, PointerType) else None
+        return n.P_ATTR_ARRAY, (ptr, dtype_attr, key_names, want, ptr_is_method, must_be_true)
 
     def _bind(self, args, kwargs):
         n = len(self.params)
@@ -461,6 +536,9 @@ class JITFunction:
             self._kernels.clear()
             self._launchers.clear()
         self._deps = deps
+        if self._dispatcher is not None:
+            self._dispatcher.forget()  # its remembered last key may name a launcher just dropped
+            self._dispatcher.set_dependency_check(deps.is_current)
         return deps.texts
 
     def _check_dependencies(self):

@@ -19,6 +19,7 @@ KNOBS = {
     "TYLO_DEBUG": "1 compiles kernels as with @tylo.jit(debug=True): device_assert and runtime asserts checked",
     "TYLO_LINEINFO": "0 compiles kernels without line info (.file/.loc in the PTX, -lineinfo in the cubin)",
     "TYLO_INTERPRET": "1 runs kernels in the CPU interpreter (see docs/interpreter.md)",
+    "TYLO_NATIVE_LAUNCH": "0 launches through ctypes instead of the native launcher (tylo/runtime/native.py)",
 }
 
 _TRUE = ("1", "true", "yes", "on")

@@ -163,6 +163,12 @@ def cmd_info(args) -> int:
         rows.append(("driver", f"no GPU ({type(e).__name__}: {e})"))
 
     rows.append(("toolchain", toolchain_verdict(driver_cuda, nvjitlink_version, ptxas_version)))
+    try:
+        from tylo.runtime import native
+
+        rows.append(("native launcher", native.status()))
+    except Exception as e:
+        rows.append(("native launcher", f"unknown ({type(e).__name__}: {e})"))
 
     cache = default_cache()
     state = ""

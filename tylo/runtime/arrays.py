@@ -46,8 +46,8 @@ try:
 except Exception:  # pragma: no cover - ml_dtypes is a dependency
     _mld = None
 
-__all__ = ["ArrayInfo", "array_extractor", "describe_array", "DeviceArray", "to_device",
-           "empty", "zeros", "dtype_name", "numpy_dtype", "DTYPE_NAMES"]
+__all__ = ["ArrayInfo", "array_extractor", "array_fingerprint", "native_array_access", "describe_array",
+           "DeviceArray", "to_device", "empty", "zeros", "dtype_name", "numpy_dtype", "DTYPE_NAMES"]
 
 DTYPE_NAMES = ("bool", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64",
                "f16", "bf16", "f32", "f64", "f8e4m3", "f8e5m2")
@@ -152,6 +152,19 @@ def array_extractor(obj_type: type, sample=None):
     if f is None and sample is not None and "__cuda_array_interface__" in getattr(sample, "__dict__", ()):
         return _extract_cai
     return f
+
+
+def native_array_access(obj_type: type):
+    """How the native launcher reads arrays of ``obj_type`` without calling Python code of tylo:
+    ``(pointer attribute, pointer is a method, dtype attribute, {dtype: tylo name}, attribute that
+    must be True or None)``, for the types whose extractor is that simple (torch tensors, tylo
+    DeviceArrays); None for the others (their Python extractor is called)."""
+    f = array_extractor(obj_type)
+    if f is _extract_torch:
+        return ("data_ptr", True, "dtype", dict(_torch_dtypes), "is_cuda")
+    if f is _extract_device_array:
+        return ("ptr", False, "dtype_name", {name: name for name in DTYPE_NAMES}, None)
+    return None
 
 
 def _make_extractor(t: type):
@@ -361,6 +374,20 @@ def _byte_strides_to_elements(strides, itemsize: int, shape) -> tuple:
 
 
 # ---------------------------------------------------------------- slow path
+
+def array_fingerprint(obj):
+    """A hashable value that differs whenever ``describe_array(obj)`` would (pointer, dtype, shape,
+    strides, device), cheap for torch tensors and DeviceArrays: the key of host-side memos such as
+    prepared launches (examples/hopper_gemm.py ``launch``)."""
+    f = array_extractor(type(obj))
+    if f is _extract_torch:
+        # the pointer names the device (one virtual address space for host and every GPU); is_cuda
+        # is a cheap flag where .device would make an object per call
+        return (obj.data_ptr(), obj.dtype, obj.shape, obj.stride(), obj.is_cuda)
+    if f is _extract_device_array:
+        return (obj.ptr, obj.dtype_name, obj.shape, obj.device)
+    return tuple(describe_array(obj)[:5])
+
 
 def describe_array(obj) -> ArrayInfo:
     """Full description of a device array argument: ArrayInfo(ptr, dtype_name,

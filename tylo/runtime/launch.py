@@ -1,4 +1,9 @@
-"""The launch fast path: libcuda through ctypes, one prepared buffer per kernel.
+"""The launch path: libcuda through ctypes, one prepared buffer per kernel.
+
+When the native launcher is loaded (``native.py``, ``native_launch.c``), ``make_launcher`` wraps
+the ``Launcher`` below in a ``native.Launcher`` that packs the same layout (``ArgPacker.slots``)
+in C and calls ``cuLaunchKernel`` directly; this module's ``Launcher`` is then its reference and
+its error path (``_native_pack_error``, ``_native_failed``), and the fallback when it is not.
 
 A ``Launcher`` is built once per compiled kernel. It lays out, in ONE
 preallocated host buffer:
@@ -44,7 +49,7 @@ import time
 
 from .errors import CudaError
 
-__all__ = ["Launcher", "ArgPacker", "CUlaunchConfig", "CUlaunchAttribute",
+__all__ = ["Launcher", "ArgPacker", "make_launcher", "native_launcher", "CUlaunchConfig", "CUlaunchAttribute",
            "CUlaunchAttributeValue", "CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION"]
 
 CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4
@@ -195,7 +200,7 @@ class ArgPacker:
         self.names = list(names) if names is not None else [f"#{i}" for i in range(n)]
         if len(self.names) != n:
             raise ValueError(f"{len(self.names)} parameter names for {n} parameters")
-        fmts, offsets, descs, blobs = [], [], [], []
+        fmts, offsets, descs, blobs, slots = [], [], [], [], []
         off = 0
         for i, t in enumerate(self.param_ctypes):
             fmt, size, align, desc = _param_format(t)
@@ -204,10 +209,13 @@ class ArgPacker:
                 fmts.append(f"{start - off}x")
             fmts.append(fmt)
             offsets.append(start)
+            slots.append(("s" if fmt.endswith("s") else fmt, start, size))
             descs.append(desc)
             if fmt.endswith("s"):
                 blobs.append((i, size))
             off = start + size
+        self.slots = tuple(slots)      # (struct code, offset, size) per parameter: the native layout
+        self.param_bytes = off
         cfg_off = _align(off, 64)
         if cfg_off > off:
             fmts.append(f"{cfg_off - off}x")
@@ -255,6 +263,19 @@ class ArgPacker:
                                    CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, cx, cy, cz)
         except Exception:
             raise self._bad_args(values, (gx, gy, gz, bx, by, bz, shared_bytes, stream)) from None
+
+    def param_buffer(self) -> bytes:
+        """The packed parameters (offset 0 up to the end of the last one), as the driver reads them."""
+        return ctypes.string_at(self._addr, self.param_bytes)
+
+    def _native_pack_error(self, values, launch_fields) -> Exception:
+        """The native launcher could not pack ``values``: the exception this path raises for them."""
+        try:
+            if self._blobs:
+                self._check_blobs(values)
+        except TypeError as exc:
+            return exc
+        return self._bad_args(values, launch_fields)
 
     def param_pointers(self) -> list[int]:
         """The addresses stored in the ``void*[n]`` array."""
@@ -407,6 +428,13 @@ class Launcher(ArgPacker):
                 raise _launch_error(r, "cuLaunchKernel")
 
     # ---- slow paths ----
+    def _native_failed(self, code: int, call: str, retried: int) -> bool:
+        """The native launcher's CUDA error ``code``: True to retry once after making this
+        Launcher's context current (no context on the calling thread); else raise CudaError."""
+        if not retried and code == _CUDA_ERROR_INVALID_CONTEXT and self._make_context_current():
+            return True
+        raise _launch_error(code, call)
+
     def _other_thread(self) -> "Launcher":
         tid = threading.get_ident()
         clone = self._clones.get(tid)
@@ -436,6 +464,32 @@ class Launcher(ArgPacker):
             if not r:
                 return
         raise _launch_error(r, call)
+
+
+# ------------------------------------------------------------- native path
+
+def _entry_address(name: str) -> int:
+    _libcuda()
+    return ctypes.cast(getattr(_lib_state["lib"], name), ctypes.c_void_p).value
+
+
+def make_launcher(native, function: int, param_ctypes, shared_bytes: int = 0, *, names=None):
+    """The launcher of one kernel variant: ``native.Launcher`` (``native``: the module of
+    ``tylo.runtime.native.load()``) wrapping a ctypes ``Launcher`` that it hands errors to, or the
+    ctypes ``Launcher`` itself when ``native`` is None. Both have ``launch(gx, gy, gz, bx, by, bz,
+    stream, values)`` and ``launch_cluster(grid3, block3, cluster3, stream, values)``."""
+    slow = Launcher(function, param_ctypes, shared_bytes, names=names)
+    if native is None:
+        return slow
+    return native_launcher(native, slow)
+
+
+def native_launcher(native, slow: ArgPacker, function: int | None = None):
+    """``native.Launcher`` with ``slow``'s parameter layout and error messages. ``function``
+    defaults to ``slow.function``; the driver entry points come from tylo's libcuda handle."""
+    return native.Launcher(slow.function if function is None else function,
+                           _entry_address("cuLaunchKernel"), _entry_address("cuLaunchKernelEx"),
+                           slow.slots, slow.param_bytes, getattr(slow, "shared_bytes", 0), slow)
 
 
 # ------------------------------------------------------------- measurements
@@ -482,8 +536,9 @@ def _launch_cost_ns(batch: int = 256, repeat: int = 40) -> dict:
     batches are short so that the launch queue never fills and the GPU's own
     throughput is not what is measured). Entries: ``Launcher.launch``
     (cuLaunchKernelEx), ``launch_cluster``, ``launch_basic`` (ctypes
-    cuLaunchKernel), the bare ctypes cuLaunchKernelEx call on a prepared
-    buffer, and cuda-bindings' cuLaunchKernel. Needs a GPU."""
+    cuLaunchKernel), the native launcher's ``launch`` (when it loads), the bare
+    ctypes cuLaunchKernelEx call on a prepared buffer, and cuda-bindings'
+    cuLaunchKernel. Needs a GPU."""
     import statistics
 
     from . import driver
@@ -518,6 +573,11 @@ def _launch_cost_ns(batch: int = 256, repeat: int = 40) -> dict:
     run("launcher_launch_cluster_ns",
         lambda: L.launch_cluster((2, 1, 1), (32, 1, 1), (1, 1, 1), 0, vals))
     run("launcher_launch_basic_ns", lambda: L.launch_basic(1, 1, 1, 32, 1, 1, 0, vals))
+    from . import native
+    module = native.load()
+    if module is not None:
+        N = native_launcher(module, L)
+        run("native_launcher_launch_ns", lambda: N.launch(1, 1, 1, 32, 1, 1, 0, vals))
     L.pack(vals, grid=(1, 1, 1), block=(32, 1, 1))
     ex, cfg, func, params = L._cu_launch_ex, L._cfg_addr, L.function, L._params_addr
     run("ctypes_cuLaunchKernelEx_call_only_ns", lambda: ex(cfg, func, params, None))

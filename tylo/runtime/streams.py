@@ -6,7 +6,8 @@ so ``with torch.cuda.stream(s): kernel[grid, block](x, ...)`` is ordered with
 the work queued on ``s``; the first such argument decides. Otherwise handle 0,
 the CUDA *legacy default stream*. An explicit ``stream=`` always wins.
 ``current_stream_getter(type)`` gives the cheap per-launch lookup (a raw
-handle from torch's C API; no Python stream object per launch).
+handle from torch's C API; no Python stream object per launch); a getter that
+is a composition of two calls says so in ``__tylo_compose__ = (outer, inner)``.
 
 Accepted: None, int handles (0 = legacy default, 2 = per-thread default),
 objects with ``__cuda_stream__()`` -> (version, handle) (the CUDA stream
@@ -112,7 +113,10 @@ def _torch_current_stream_getter(torch):
     get_raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
     get_device = getattr(torch._C, "_cuda_getDevice", None)
     if get_raw is not None and get_device is not None:
-        return lambda: get_raw(get_device())
+        getter = lambda: get_raw(get_device())
+        # the same call as (outer, inner): the native launcher calls outer(inner()) without a frame
+        getter.__tylo_compose__ = (get_raw, get_device)
+        return getter
     return lambda: int(torch.cuda.current_stream().cuda_stream)  # pragma: no cover - older torch
 
 

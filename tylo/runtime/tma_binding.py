@@ -24,6 +24,9 @@ class TMABinding:
     kernel as a 128-byte grid-constant parameter (``__tylo_param__``).
     """
 
+    # the native launcher may remember what __tylo_param__ returned per object: it never changes
+    __tylo_param_frozen__ = True
+
     plan: TMATile
     array: Any = field(repr=False)
     descriptor: bytes = field(repr=False)
