@@ -1,0 +1,425 @@
+"""FlashAttention forward on Hopper (sm_90a), FlashAttention-3-style: TMA, mbarriers, WGMMA, setmaxnreg.
+
+``o, lse = attention(q, k, v, causal=False, scale=None, cu_seqlens_q=None, cu_seqlens_k=None,
+max_seqlen_q=None, max_seqlen_k=None)``; the arguments are checked by ``attention_host`` (shared with
+the Blackwell example): q (batch, seqlen_q, heads, head_dim), k and v (batch, seqlen_k, kv_heads,
+head_dim), bf16 or f16, head_dim 64, 128 or 256, GQA/MQA, varlen (packed rows and int32
+``cu_seqlens``), bottom-right aligned causal masking, any strides with a contiguous last dimension
+(BSHD, or BHSD views by ``.transpose(1, 2)``: no copy). ``o`` has q's shape and dtype (contiguous);
+``lse`` is float32 in natural-log units, (batch, heads, seqlen_q), or (heads, total_q) for varlen.
+Rows that see no key give O = 0 and LSE = -inf. torch/cupy/tylo device arrays run on the GPU (torch's
+current stream for torch tensors) and return arrays of the same library; numpy arrays run in tylo's
+interpreter (``interpreted()``), for checks on machines without a GPU.
+
+The kernel (one CTA per BM-row Q tile of one (batch, head); docs/attention.md has the details):
+
+* warpgroup 0 -- the producer (``setmaxnreg_dec``): one thread issues the TMA loads of the Q tile
+  once (``q_full``), then per key block j the K block (``k_full[s]``, after ``k_empty[s]``) and the V
+  block (``v_full[s]`` after ``v_empty[s]``) into STAGES-deep rings. q, k, v are bound as 3-D TMA maps
+  (rows x head_dim, batched over heads or batch x heads: ``_tma_view``); head_dim is loaded as
+  64-column boxes (one 128-byte swizzle row each), side by side in shared memory.
+* warpgroups 1..CONSUMERS -- the consumers (``setmaxnreg_inc``), 64 query rows each: S = Q K^T by
+  WGMMA from shared memory (both K-major, K = head_dim in one plan), the mask from
+  ``fragment_coords`` on blocks that cross a row's key limit (key bound, bottom-right causal), the
+  online softmax in the exp2 domain with the scale folded into one fma (``online_softmax_update_exp2``:
+  the row sum stays a per-thread partial until the end), P packed to bf16/f16 in registers as the A
+  operand of O += P V (V read MN-major: ``permutedims`` of its (keys, head_dim) tile, K = the key
+  block). Intra-warpgroup overlap: S of block j+1 is issued before P V of block j, and the wait
+  leaves P V in flight (``wait_mma(s, pending=1)``) while the softmax of block j+1 runs.
+* epilogue: O * (1 / l) (``rcp.approx``) stored bounded from registers, LSE (natural log) by the
+  lanes that own each row.
+"""
+import numpy as np
+
+import tylo
+import tylo.lang.mbarrier as mb
+import tylo.lang.tma as tma
+import tylo.lang.wgmma as wg
+from tylo.layouts import Layout, permutedims, window
+
+try:
+    from . import attention_host as host
+except ImportError:  # run as a script or with examples/ on sys.path
+    import attention_host as host
+
+DC = 64                              # head_dim columns per TMA box: one 128-byte swizzle row of 16-bit data
+HEAD_DIMS = (64, 128, 256)
+LOG2E = 1.4426950408889634
+NEG_INF = float("-inf")
+PRODUCER_REGS, CONSUMER_REGS = 24, 240      # 128 * 24 + 256 * 240 <= 65536
+DTYPES = {"bfloat16": tylo.bf16, "float16": tylo.f16}
+
+
+def tile_config(head_dim, causal):
+    """(BN keys per block, STAGES, CONSUMERS) for one specialisation (BM = 64 * CONSUMERS query rows).
+
+    Shared memory holds Q (BM x D) and STAGES K and V blocks (BN x D each): D = 256 needs a short key
+    block to fit (128 x 256 + 2 * 2 * 80 x 256 elements = 224 KB)."""
+    if head_dim == 256:
+        return 80, 2, 2
+    return 128, 2, 2
+
+
+def threads(consumers):
+    return 128 * (consumers + 1)
+
+
+def plans(dtype, head_dim, bn, consumers):
+    """(Q box plan, K/V box plan, S = Q K^T plan, O += P V plan)."""
+    q_plan = tma.TMATile(dtype, (64 * consumers, DC))
+    kv_plan = tma.TMATile(dtype, (bn, DC))
+    return q_plan, kv_plan, wg.WGMMA64(dtype, n=bn, k=head_dim), wg.WGMMA64(dtype, n=head_dim, k=bn)
+
+
+@tylo.jit
+def attention_fwd(o, lse, q_map, k_map, v_map, cu_q, cu_k, heads, group, q_row_mul, q_bat_mul, kv_row_mul,
+                  kv_bat_mul, lse_b, lse_h, lse_row_mul, scale_log2, D: tylo.constexpr, CAUSAL: tylo.constexpr,
+                  BN: tylo.constexpr, STAGES: tylo.constexpr, CONSUMERS: tylo.constexpr,
+                  DTYPE: tylo.constexpr):
+    BM = 64 * CONSUMERS
+    NC = D // DC
+    S_PLAN = wg.WGMMA64(DTYPE, n=BN, k=D)
+    PV_PLAN = wg.WGMMA64(DTYPE, n=D, k=BN)
+    q_s = tylo.shared_array(DTYPE, (BM * D,), align=1024)
+    k_s = tylo.shared_array(DTYPE, (STAGES * BN * D,), align=1024)
+    v_s = tylo.shared_array(DTYPE, (STAGES * BN * D,), align=1024)
+    bars = tylo.shared_array(tylo.u64, (4 * STAGES + 1,), align=8)
+    k_full = bars.ptr
+    k_empty = bars.ptr + STAGES
+    v_full = bars.ptr + 2 * STAGES
+    v_empty = bars.ptr + 3 * STAGES
+    q_full = bars.ptr + 4 * STAGES
+    tid = tylo.thread_idx.x
+
+    b = tylo.block_idx.z
+    h = tylo.block_idx.y
+    hk = h // group
+    m0 = tylo.block_idx.x * BM
+    q_start = cu_q[b]
+    k_start = cu_k[b]
+    seqlen_q = cu_q[b + 1] - q_start
+    seqlen_k = cu_k[b + 1] - k_start
+    # keys this tile sees: all of them, or (causal, bottom-right) those <= its last row + seqlen_k - seqlen_q
+    kv_end = seqlen_k
+    if CAUSAL:
+        kv_end = tylo.minimum(seqlen_k, tylo.maximum(m0 + BM + seqlen_k - seqlen_q, 0))
+    n_blocks = (kv_end + BN - 1) // BN
+    if m0 >= seqlen_q:                  # a tile past this sequence's end (varlen): nothing to do
+        n_blocks = 0
+
+    if tid == 0:
+        tma.prefetch_tma_descriptor(q_map)
+        tma.prefetch_tma_descriptor(k_map)
+        tma.prefetch_tma_descriptor(v_map)
+        for s in tylo.static_range(STAGES):
+            mb.mbarrier_init(k_full + s, 1)            # the producer's arrive.expect_tx (+ TMA bytes)
+            mb.mbarrier_init(v_full + s, 1)
+            mb.mbarrier_init(k_empty + s, CONSUMERS)   # one release per consumer warpgroup
+            mb.mbarrier_init(v_empty + s, CONSUMERS)
+        mb.mbarrier_init(q_full, 1)
+        mb.fence_mbarrier_init()
+        mb.fence_view_async_shared()
+    tylo.sync_threads()
+
+    wgi = mb.warpgroup_idx()
+    if wgi == 0:
+        mb.setmaxnreg_dec(PRODUCER_REGS)
+        if tid == 0:
+            if n_blocks > 0:
+                q_bat = q_bat_mul * b + h
+                mb.mbarrier_arrive_expect_tx(q_full, BM * D * DTYPE.itemsize)
+                tma.tma_load(tma.shared_tile(q_map, q_s.ptr, (1, NC)), q_map, (q_row_mul * q_start + m0, 0, q_bat),
+                             q_full)
+            kv_row = kv_row_mul * k_start
+            kv_bat = kv_bat_mul * b + hk
+            for j in range(n_blocks):
+                s = j % STAGES
+                phase = ((j // STAGES) & 1) ^ 1            # a fresh ring is free
+                mb.mbarrier_wait(k_empty + s, phase)
+                mb.mbarrier_arrive_expect_tx(k_full + s, BN * D * DTYPE.itemsize)
+                tma.tma_load(tma.shared_tile(k_map, k_s.ptr + s * (BN * D), (1, NC)), k_map,
+                             (kv_row + j * BN, 0, kv_bat), k_full + s)
+                mb.mbarrier_wait(v_empty + s, phase)
+                mb.mbarrier_arrive_expect_tx(v_full + s, BN * D * DTYPE.itemsize)
+                tma.tma_load(tma.shared_tile(v_map, v_s.ptr + s * (BN * D), (1, NC)), v_map,
+                             (kv_row + j * BN, 0, kv_bat), v_full + s)
+    else:
+        mb.setmaxnreg_inc(CONSUMER_REGS)
+        cons = wgi - 1
+        lead = tid % 128 == 0
+        r0 = m0 + 64 * cons                          # this warpgroup's first query row (in the sequence)
+        q_op = wg.wgmma_operand(S_PLAN, wg.OperandA, tma.shared_tile(q_map, q_s.ptr, (1, NC)), (64 * cons, 0))
+        rows, cols = tylo.fragment_coords(tylo.Ownership.wgmma_accumulator(BN))
+        # keys row r may see: [0, seqlen_k), and (causal) key <= r + seqlen_k - seqlen_q
+        diag = r0 + seqlen_k - seqlen_q
+        wg_limit = seqlen_k                          # the smallest limit of this warpgroup's rows
+        if CAUSAL:
+            wg_limit = tylo.minimum(seqlen_k, tylo.maximum(diag + 1, 0))
+        m, l = tylo.online_softmax_start(tylo.Ownership.wgmma_accumulator(BN))
+        acc = tylo.zero_accumulator(PV_PLAN)
+        if n_blocks > 0:
+            mb.mbarrier_wait(q_full, 0)
+        for j in range(n_blocks):
+            s = j % STAGES
+            phase = (j // STAGES) & 1
+            mb.mbarrier_wait(k_full + s, phase)
+            k_op = wg.wgmma_operand(S_PLAN, wg.OperandB, tma.shared_tile(k_map, k_s.ptr + s * (BN * D), (1, NC)))
+            sc = wg.finish_mma(wg.wait_mma(wg.mma_async(S_PLAN, q_op, k_op, tylo.zero_accumulator(S_PLAN))))
+            if lead:
+                mb.mbarrier_arrive(k_empty + s)
+            n0 = j * BN
+            if n0 + BN > wg_limit:                   # warpgroup-uniform: only blocks crossing a limit are masked
+                keys = cols + n0
+                sc = tylo.where(keys < seqlen_k, sc, NEG_INF)
+                if CAUSAL:
+                    sc = tylo.where(keys <= rows + diag, sc, NEG_INF)
+            m, l, rescale, p = tylo.online_softmax_update_exp2(m, l, sc, scale_log2)
+            acc = acc * rescale
+            mb.mbarrier_wait(v_full + s, phase)
+            v_op = wg.wgmma_operand(PV_PLAN, wg.OperandB,
+                                    permutedims(tma.shared_tile(v_map, v_s.ptr + s * (BN * D), (1, NC))))
+            acc = wg.finish_mma(wg.wait_mma(wg.mma_async(PV_PLAN, tylo.pack(DTYPE, p), v_op, acc)))
+            if lead:
+                mb.mbarrier_arrive(v_empty + s)
+
+        total, row_lse = tylo.online_softmax_finish_exp2(m, l, scale_log2)
+        out = tylo.online_softmax_normalize_fast(acc, total)
+        rows_left = seqlen_q - r0
+        dst = window(tylo.GlobalTile(o + h * D, Layout((q_start + r0 + 64, D), (heads * D, 1))),
+                     (q_start + r0, 0), (64, D))
+        tylo.store_bounded(dst, out, (rows_left, D))
+        if tid % 4 == 0:
+            lse_row0 = b * lse_b + h * lse_h + lse_row_mul * q_start + r0
+            lse_dst = tylo.GlobalTile(lse + lse_row0, Layout((64, 1), (1, 1)))
+            tylo.store_bounded(lse_dst, row_lse, (rows_left, 1))
+
+
+def signature(dtype=tylo.bf16, head_dim=128, causal=False):
+    """The launch signature (TMA maps are 3-D: rows x head_dim, batched)."""
+    bn, _, consumers = tile_config(head_dim, causal)
+    q_plan, kv_plan, _, _ = plans(dtype, head_dim, bn, consumers)
+    name = "bf16" if dtype == tylo.bf16 else "f16"
+    return ([f"*{name}:16", "*f32", tma.batched(q_plan), tma.batched(kv_plan), tma.batched(kv_plan), "*i32", "*i32"]
+            + ["i32"] * 9 + ["f32"])
+
+
+def constexprs(dtype, head_dim, causal):
+    bn, stages, consumers = tile_config(head_dim, causal)
+    return {"D": head_dim, "CAUSAL": causal, "BN": bn, "STAGES": stages, "CONSUMERS": consumers, "DTYPE": dtype}
+
+
+AOT = [(attention_fwd, signature(tylo.bf16, d, c), constexprs(tylo.bf16, d, c), threads(tile_config(d, c)[2]))
+       for d in HEAD_DIMS for c in (False, True)]
+
+
+# ---------------------------------------------------------------------------------------------- host side
+
+def _library(x):
+    """'numpy' (the interpreter), 'torch', 'cupy' or 'tylo' (a tylo DeviceArray or another device array)."""
+    mod = type(x).__module__.split(".")[0]
+    if isinstance(x, np.ndarray):
+        return "numpy"
+    return mod if mod in ("torch", "cupy") else "tylo"
+
+
+class _DeviceView:
+    """A strided view of device memory (``__cuda_array_interface__``), for TMA maps over torch, cupy and
+    tylo arrays alike; it keeps ``base`` alive."""
+
+    def __init__(self, base, ptr, dtype, shape, strides):
+        self.base, self.dtype, self.shape = base, dtype, tuple(shape)
+        item = dtype.itemsize
+        self.__cuda_array_interface__ = {"shape": self.shape, "strides": tuple(s * item for s in strides),
+                                         "typestr": dtype.str, "data": (ptr, False), "version": 3}
+
+
+def _numpy_dtype(name):
+    import ml_dtypes
+    return np.dtype(ml_dtypes.bfloat16) if name == "bfloat16" else np.dtype(np.float16)
+
+
+def _strided(x, lib, ptr, shape, strides):
+    """x's memory as ``shape`` / element ``strides`` (numpy: ``as_strided``; device: a _DeviceView)."""
+    if lib == "numpy":
+        item = x.itemsize
+        return np.lib.stride_tricks.as_strided(x, shape, tuple(s * item for s in strides))
+    return _DeviceView(x, ptr, _numpy_dtype(host.dtype_name(x)), shape, strides)
+
+
+def _contiguous(x, lib):
+    if lib == "numpy":
+        return np.ascontiguousarray(x)
+    if lib == "torch":
+        return x.contiguous()
+    if lib == "cupy":
+        import cupy
+        return cupy.ascontiguousarray(x)
+    raise ValueError("attention: a tylo DeviceArray is always contiguous")    # unreachable: no views exist
+
+
+def _pointer(x, lib):
+    if lib == "numpy":
+        return x.ctypes.data
+    from tylo.runtime import describe_array
+    return describe_array(x).ptr
+
+
+def _tma_view(x, packed: bool, lib: str):
+    """A 3-D (batch, rows, head_dim) view of q, k or v for a batched TMA map, and how to address it.
+
+    Returns ``(view, row_mul, bat_mul)``: sequence b, head h, position i is row
+    ``row_mul * offset[b] + i`` of batch entry ``bat_mul * b + h``. Rows of all sequences share one
+    axis (stride = the sequence stride) when the layout allows it (BSHD, packed varlen); otherwise
+    batch and heads share the batch axis (BHSD views). Anything else is copied (rare)."""
+    st = host.element_strides(x)
+    ptr = _pointer(x, lib)
+    if packed:                                   # (total, heads, d): rows along total
+        total, nh, d = x.shape
+        return _strided(x, lib, ptr, (nh, total, d), (st[1], st[0], 1)), 1, 0
+    bsz, seq, nh, d = x.shape
+    if bsz == 1 or st[0] == seq * st[1]:         # BSHD-like: batch and sequence merge into rows
+        return _strided(x, lib, ptr, (nh, bsz * seq, d), (st[2], st[1], 1)), 1, 0
+    if nh == 1 or st[0] == nh * st[2]:           # BHSD-like: batch and heads merge into the batch axis
+        return _strided(x, lib, ptr, (bsz * nh, seq, d), (st[2], st[1], 1)), 0, nh
+    return _tma_view(_contiguous(x, lib), packed, lib)
+
+
+_BINDINGS = {}
+
+
+def _binding(plan, view, lib):
+    """TMA maps cached per (plan, address, shape, strides) for device arrays (encoding one costs tens of us)."""
+    if lib == "numpy":
+        return tylo.prepare_tma(plan, view)
+    cai = view.__cuda_array_interface__
+    key = (plan, cai["data"][0], cai["shape"], cai["strides"])
+    b = _BINDINGS.get(key)
+    if b is None:
+        if len(_BINDINGS) >= 48:                 # bindings keep their arrays alive
+            _BINDINGS.clear()
+        b = _BINDINGS[key] = tylo.prepare_tma(plan, view)
+    return b
+
+
+_OFFSETS = {}
+
+
+def _device_offsets(values, like, lib):
+    """An int32 device array of ``values`` (cached: batched calls reuse their offsets)."""
+    key = (lib, values, str(getattr(like, "device", "")))
+    a = _OFFSETS.get(key)
+    if a is None:
+        if len(_OFFSETS) >= 64:
+            _OFFSETS.clear()
+        host_vals = np.asarray(values, np.int32)
+        if lib == "torch":
+            import torch
+            a = torch.from_numpy(host_vals).to(like.device)
+        elif lib == "cupy":
+            import cupy
+            a = cupy.asarray(host_vals)
+        else:
+            a = tylo.to_device(host_vals)
+        _OFFSETS[key] = a
+    return a
+
+
+def _empty(shape, dtype_name, like, lib):
+    if lib == "numpy":
+        return np.full(shape, np.nan, _numpy_dtype(dtype_name) if dtype_name != "float32" else np.float32)
+    if lib == "torch":
+        import torch
+        dt = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}[dtype_name]
+        return torch.empty(shape, dtype=dt, device=like.device)
+    if lib == "cupy":
+        import cupy
+        return cupy.empty(shape, _numpy_dtype(dtype_name) if dtype_name != "float32" else np.float32)
+    return tylo.empty(shape, _numpy_dtype(dtype_name) if dtype_name != "float32" else np.float32)
+
+
+def prepare(q, k, v, causal=False, scale=None, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,
+            max_seqlen_k=None):
+    """Check the arguments and build one launch: ``(grid, block, args, constexprs, o, lse, lib)``; ``args``
+    are the runtime arguments in signature order, ``o`` and ``lse`` the outputs the launch fills."""
+    pb = host.check_attention_args(q, k, v, causal, scale, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
+                                   head_dims=HEAD_DIMS)
+    libs = {_library(x) for x in (q, k, v)}
+    if len(libs) != 1:
+        raise TypeError(f"attention: q, k and v must come from one array library, got {sorted(libs)}")
+    lib = libs.pop()
+    dtype = DTYPES[pb.dtype]
+    bn, stages, consumers = tile_config(pb.head_dim, pb.causal)
+    q_plan, kv_plan, _, _ = plans(dtype, pb.head_dim, bn, consumers)
+    q_view, q_row_mul, q_bat_mul = _tma_view(q, pb.varlen, lib)
+    k_view, kv_row_mul, kv_bat_mul = _tma_view(k, pb.varlen, lib)
+    v_view, v_row_mul, v_bat_mul = _tma_view(v, pb.varlen, lib)
+    if (v_row_mul, v_bat_mul) != (kv_row_mul, kv_bat_mul):      # k and v must be addressed alike
+        k_view, kv_row_mul, kv_bat_mul = _tma_view(_contiguous(k, lib), pb.varlen, lib)
+        v_view, _, _ = _tma_view(_contiguous(v, lib), pb.varlen, lib)
+    total_q = pb.offsets_q[-1]
+    o = _empty(tuple(q.shape), pb.dtype, q, lib)
+    if pb.varlen:
+        lse = _empty((pb.heads, total_q), "float32", q, lib)
+        lse_b, lse_h, lse_row_mul = 0, total_q, 1
+    else:
+        lse = _empty((pb.batch, pb.heads, pb.max_seqlen_q), "float32", q, lib)
+        lse_b, lse_h, lse_row_mul = pb.heads * pb.max_seqlen_q, pb.max_seqlen_q, 0
+    if lib == "numpy":
+        cu_q, cu_k = np.asarray(pb.offsets_q, np.int32), np.asarray(pb.offsets_k, np.int32)
+    else:
+        cu_q, cu_k = _device_offsets(pb.offsets_q, q, lib), _device_offsets(pb.offsets_k, q, lib)
+    bm = 64 * consumers
+    grid = (max(1, (pb.max_seqlen_q + bm - 1) // bm), pb.heads, pb.batch)
+    args = [o, lse, _binding(q_plan, q_view, lib), _binding(kv_plan, k_view, lib), _binding(kv_plan, v_view, lib),
+            cu_q, cu_k, pb.heads, pb.group, q_row_mul, q_bat_mul, kv_row_mul, kv_bat_mul, lse_b, lse_h, lse_row_mul,
+            pb.scale * LOG2E]
+    cx = constexprs(dtype, pb.head_dim, pb.causal)
+    return grid, threads(consumers), args, cx, o, lse, lib
+
+
+def attention(q, k, v, causal=False, scale=None, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,
+              max_seqlen_k=None):
+    """FlashAttention forward (see the module docstring). torch/cupy/tylo device arrays run on the GPU
+    (torch's current stream for torch tensors); numpy arrays (ml_dtypes.bfloat16 or float16) run in
+    tylo's interpreter."""
+    grid, block, args, cx, o, lse, lib = prepare(q, k, v, causal, scale, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                                                 max_seqlen_k)
+    if q.shape[0] and o.size:
+        kernel = interpreted() if lib == "numpy" else attention_fwd
+        kernel[grid, block](*args, *cx.values())
+    return o, lse
+
+
+_INTERPRETED = []
+
+
+def interpreted():
+    """``attention_fwd`` built for the interpreter (sm_90a), once."""
+    if not _INTERPRETED:
+        _INTERPRETED.append(tylo.jit(interpret=True, arch="sm_90a")(attention_fwd.fn))
+    return _INTERPRETED[0]
+
+
+def reference(q, k, v, causal, scale, dtype=np.float64):
+    """Attention of one sequence (seq, heads, d) in float64, or with P and O rounded to ``dtype`` (the
+    FlashAttention-3 test's low-precision reference). Returns ``(o, lse)``."""
+    sq, sk = q.shape[0], k.shape[0]
+    group = q.shape[1] // k.shape[1]
+    kk = np.repeat(k.astype(np.float64), group, axis=1)
+    vv = np.repeat(v.astype(np.float64), group, axis=1)
+    s = np.einsum("qhd,khd->hqk", q.astype(np.float64), kk) * scale
+    if causal:
+        allowed = np.arange(sk)[None, :] <= np.arange(sq)[:, None] + sk - sq
+        s = np.where(allowed[None], s, -np.inf)
+    mx = s.max(-1, keepdims=True) if sk else np.full(s.shape[:-1] + (1,), -np.inf)
+    mx = np.where(np.isfinite(mx), mx, 0.0)
+    p = np.exp(s - mx)
+    ls = p.sum(-1, keepdims=True)
+    lse = np.where(ls[..., 0] > 0, np.log(np.where(ls > 0, ls, 1.0))[..., 0] + mx[..., 0], -np.inf)
+    p = p / np.where(ls > 0, ls, 1.0)
+    if dtype is not np.float64:
+        p = p.astype(dtype).astype(np.float64)
+    o = np.einsum("hqk,khd->qhd", p, vv)
+    if dtype is not np.float64:
+        o = o.astype(dtype).astype(np.float64)
+    return o, lse
