@@ -46,7 +46,7 @@ DC = 64                              # head_dim columns per TMA box: one 128-byt
 HEAD_DIMS = (64, 128, 256)
 LOG2E = 1.4426950408889634
 NEG_INF = float("-inf")
-PRODUCER_REGS, CONSUMER_REGS = 24, 240      # 128 * 24 + 256 * 240 <= 65536
+PRODUCER_REGS, CONSUMER_REGS = 24, 240
 DTYPES = {"bfloat16": tylo.bf16, "float16": tylo.f16}
 
 
@@ -71,11 +71,36 @@ def plans(dtype, head_dim, bn, consumers):
     return q_plan, kv_plan, wg.WGMMA64(dtype, n=bn, k=head_dim), wg.WGMMA64(dtype, n=head_dim, k=bn)
 
 
+@tylo.func
+def k_operand(PLAN: tylo.constexpr, k_map, base, s, BN: tylo.constexpr, D: tylo.constexpr):
+    """Stage ``s`` of the K ring as the (keys, head_dim) K-major B operand of S = Q K^T."""
+    return wg.wgmma_operand(PLAN, wg.OperandB, tma.shared_tile(k_map, base + s * (BN * D), (1, D // DC)))
+
+
+@tylo.func
+def v_operand(PLAN: tylo.constexpr, v_map, base, s, BN: tylo.constexpr, D: tylo.constexpr):
+    """Stage ``s`` of the V ring, stored (keys, head_dim), as the MN-major (head_dim, keys) B operand of P V."""
+    return wg.wgmma_operand(PLAN, wg.OperandB, permutedims(tma.shared_tile(v_map, base + s * (BN * D), (1, D // DC))))
+
+
+@tylo.func
+def mask_block(sc, n0, seqlen_k, diag, wg_limit, BN: tylo.constexpr, CAUSAL: tylo.constexpr):
+    """-inf for keys past seqlen_k and (causal) keys after row + diag; only blocks that cross the smallest
+    limit of the warpgroup's rows (``wg_limit``) pay for it (a warpgroup-uniform branch)."""
+    if n0 + BN > wg_limit:
+        rows, cols = tylo.fragment_coords(sc)       # computed here: coordinates held across the loop cost registers
+        keys = cols + n0
+        sc = tylo.where(keys < seqlen_k, sc, NEG_INF)
+        if CAUSAL:
+            sc = tylo.where(keys <= rows + diag, sc, NEG_INF)
+    return sc
+
+
 @tylo.jit
 def attention_fwd(o, lse, q_map, k_map, v_map, cu_q, cu_k, heads, group, q_row_mul, q_bat_mul, kv_row_mul,
                   kv_bat_mul, lse_b, lse_h, lse_row_mul, scale_log2, D: tylo.constexpr, CAUSAL: tylo.constexpr,
                   BN: tylo.constexpr, STAGES: tylo.constexpr, CONSUMERS: tylo.constexpr,
-                  DTYPE: tylo.constexpr):
+                  DTYPE: tylo.constexpr, OVERLAP: tylo.constexpr = True, PINGPONG: tylo.constexpr = False):
     BM = 64 * CONSUMERS
     NC = D // DC
     S_PLAN = wg.WGMMA64(DTYPE, n=BN, k=D)
@@ -149,7 +174,6 @@ def attention_fwd(o, lse, q_map, k_map, v_map, cu_q, cu_k, heads, group, q_row_m
         lead = tid % 128 == 0
         r0 = m0 + 64 * cons                          # this warpgroup's first query row (in the sequence)
         q_op = wg.wgmma_operand(S_PLAN, wg.OperandA, tma.shared_tile(q_map, q_s.ptr, (1, NC)), (64 * cons, 0))
-        rows, cols = tylo.fragment_coords(tylo.Ownership.wgmma_accumulator(BN))
         # keys row r may see: [0, seqlen_k), and (causal) key <= r + seqlen_k - seqlen_q
         diag = r0 + seqlen_k - seqlen_q
         wg_limit = seqlen_k                          # the smallest limit of this warpgroup's rows
@@ -157,30 +181,86 @@ def attention_fwd(o, lse, q_map, k_map, v_map, cu_q, cu_k, heads, group, q_row_m
             wg_limit = tylo.minimum(seqlen_k, tylo.maximum(diag + 1, 0))
         m, l = tylo.online_softmax_start(tylo.Ownership.wgmma_accumulator(BN))
         acc = tylo.zero_accumulator(PV_PLAN)
+        if PINGPONG:
+            if cons == 1:
+                mb.named_barrier_arrive(1, 256)      # warpgroup 1 issues its first GEMMs first
         if n_blocks > 0:
             mb.mbarrier_wait(q_full, 0)
-        for j in range(n_blocks):
-            s = j % STAGES
-            phase = (j // STAGES) & 1
-            mb.mbarrier_wait(k_full + s, phase)
-            k_op = wg.wgmma_operand(S_PLAN, wg.OperandB, tma.shared_tile(k_map, k_s.ptr + s * (BN * D), (1, NC)))
-            sc = wg.finish_mma(wg.wait_mma(wg.mma_async(S_PLAN, q_op, k_op, tylo.zero_accumulator(S_PLAN))))
-            if lead:
-                mb.mbarrier_arrive(k_empty + s)
-            n0 = j * BN
-            if n0 + BN > wg_limit:                   # warpgroup-uniform: only blocks crossing a limit are masked
-                keys = cols + n0
-                sc = tylo.where(keys < seqlen_k, sc, NEG_INF)
-                if CAUSAL:
-                    sc = tylo.where(keys <= rows + diag, sc, NEG_INF)
-            m, l, rescale, p = tylo.online_softmax_update_exp2(m, l, sc, scale_log2)
-            acc = acc * rescale
-            mb.mbarrier_wait(v_full + s, phase)
-            v_op = wg.wgmma_operand(PV_PLAN, wg.OperandB,
-                                    permutedims(tma.shared_tile(v_map, v_s.ptr + s * (BN * D), (1, NC))))
-            acc = wg.finish_mma(wg.wait_mma(wg.mma_async(PV_PLAN, tylo.pack(DTYPE, p), v_op, acc)))
-            if lead:
-                mb.mbarrier_arrive(v_empty + s)
+        if OVERLAP:
+            if n_blocks > 0:
+                # block 0: S alone
+                mb.mbarrier_wait(k_full, 0)
+                if PINGPONG:
+                    mb.named_barrier_sync(1 + cons, 256)
+                s_pend = wg.mma_async(S_PLAN, q_op, k_operand(S_PLAN, k_map, k_s.ptr, 0, BN, D),
+                                      tylo.zero_accumulator(S_PLAN))
+                if PINGPONG:
+                    mb.named_barrier_arrive(2 - cons, 256)
+                sc = wg.finish_mma(wg.wait_mma(s_pend))
+                if lead:
+                    mb.mbarrier_arrive(k_empty)
+                sc = mask_block(sc, 0, seqlen_k, diag, wg_limit, BN, CAUSAL)
+                m, l, rescale, p = tylo.online_softmax_update_exp2(m, l, sc, scale_log2)
+                pk = tylo.pack(DTYPE, p)             # carried packed: 32 registers, not 64
+                for j in range(1, n_blocks):
+                    s = j % STAGES
+                    sp = (j - 1) % STAGES
+                    mb.mbarrier_wait(k_full + s, (j // STAGES) & 1)
+                    mb.mbarrier_wait(v_full + sp, ((j - 1) // STAGES) & 1)
+                    if PINGPONG:
+                        mb.named_barrier_sync(1 + cons, 256)
+                    # S of block j, then P V of block j - 1: wait for S only, P V stays in flight
+                    s_pend = wg.mma_async(S_PLAN, q_op, k_operand(S_PLAN, k_map, k_s.ptr, s, BN, D),
+                                          tylo.zero_accumulator(S_PLAN))
+                    o_pend = wg.mma_async(PV_PLAN, pk, v_operand(PV_PLAN, v_map, v_s.ptr, sp, BN, D), acc)
+                    if PINGPONG:
+                        mb.named_barrier_arrive(2 - cons, 256)
+                    sc = wg.finish_mma(wg.wait_mma(s_pend, pending=1))
+                    if lead:
+                        mb.mbarrier_arrive(k_empty + s)
+                    sc = mask_block(sc, j * BN, seqlen_k, diag, wg_limit, BN, CAUSAL)
+                    m, l, rescale, p = tylo.online_softmax_update_exp2(m, l, sc, scale_log2)
+                    acc = wg.finish_mma(wg.wait_mma(o_pend))      # P V of block j - 1 done: its P is dead
+                    pk = tylo.pack(DTYPE, p)
+                    if lead:
+                        mb.mbarrier_arrive(v_empty + sp)
+                    acc = acc * rescale
+                # P V of the last block
+                sl = (n_blocks - 1) % STAGES
+                mb.mbarrier_wait(v_full + sl, ((n_blocks - 1) // STAGES) & 1)
+                if PINGPONG:
+                    mb.named_barrier_sync(1 + cons, 256)
+                o_pend = wg.mma_async(PV_PLAN, pk, v_operand(PV_PLAN, v_map, v_s.ptr, sl, BN, D), acc)
+                if PINGPONG:
+                    mb.named_barrier_arrive(2 - cons, 256)
+                acc = wg.finish_mma(wg.wait_mma(o_pend))
+                if lead:
+                    mb.mbarrier_arrive(v_empty + sl)
+        else:
+            for j in range(n_blocks):
+                s = j % STAGES
+                phase = (j // STAGES) & 1
+                mb.mbarrier_wait(k_full + s, phase)
+                if PINGPONG:
+                    mb.named_barrier_sync(1 + cons, 256)
+                s_pend = wg.mma_async(S_PLAN, q_op, k_operand(S_PLAN, k_map, k_s.ptr, s, BN, D),
+                                      tylo.zero_accumulator(S_PLAN))
+                if PINGPONG:
+                    mb.named_barrier_arrive(2 - cons, 256)
+                sc = wg.finish_mma(wg.wait_mma(s_pend))
+                if lead:
+                    mb.mbarrier_arrive(k_empty + s)
+                sc = mask_block(sc, j * BN, seqlen_k, diag, wg_limit, BN, CAUSAL)
+                m, l, rescale, p = tylo.online_softmax_update_exp2(m, l, sc, scale_log2)
+                acc = acc * rescale
+                mb.mbarrier_wait(v_full + s, phase)
+                acc = wg.finish_mma(wg.wait_mma(wg.mma_async(PV_PLAN, tylo.pack(DTYPE, p),
+                                                             v_operand(PV_PLAN, v_map, v_s.ptr, s, BN, D), acc)))
+                if lead:
+                    mb.mbarrier_arrive(v_empty + s)
+        if PINGPONG:
+            if cons == 0:
+                mb.named_barrier_sync(1, 256)        # the other warpgroup's last arrival on barrier 1
 
         total, row_lse = tylo.online_softmax_finish_exp2(m, l, scale_log2)
         out = tylo.online_softmax_normalize_fast(acc, total)
@@ -203,9 +283,13 @@ def signature(dtype=tylo.bf16, head_dim=128, causal=False):
             + ["i32"] * 9 + ["f32"])
 
 
+OVERLAP, PINGPONG = True, False
+
+
 def constexprs(dtype, head_dim, causal):
     bn, stages, consumers = tile_config(head_dim, causal)
-    return {"D": head_dim, "CAUSAL": causal, "BN": bn, "STAGES": stages, "CONSUMERS": consumers, "DTYPE": dtype}
+    return {"D": head_dim, "CAUSAL": causal, "BN": bn, "STAGES": stages, "CONSUMERS": consumers, "DTYPE": dtype,
+            "OVERLAP": OVERLAP, "PINGPONG": PINGPONG}
 
 
 AOT = [(attention_fwd, signature(tylo.bf16, d, c), constexprs(tylo.bf16, d, c), threads(tile_config(d, c)[2]))
