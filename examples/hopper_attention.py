@@ -55,9 +55,14 @@ def tile_config(head_dim, causal):
 
     Shared memory holds Q (BM x D) and STAGES K and V blocks (BN x D each): D = 256 needs a short key
     block to fit (128 x 256 + 2 * 2 * 80 x 256 elements = 224 KB)."""
+    if (head_dim, causal) in TILE_OVERRIDES:
+        return TILE_OVERRIDES[head_dim, causal]
     if head_dim == 256:
         return 80, 2, 2
     return 128, 2, 2
+
+
+TILE_OVERRIDES = {}        # (head_dim, causal) -> (BN, STAGES, CONSUMERS), for tuning runs
 
 
 def threads(consumers):
