@@ -110,11 +110,41 @@ def mask_block(sc, n0, seqlen_k, diag, wg_limit, BN: tylo.constexpr, CAUSAL: tyl
     return sc
 
 
+@tylo.func
+def tile_of(t, num_m, heads, CAUSAL: tylo.constexpr):
+    """(Q tile, head, batch entry) of work unit ``t``: Q tiles fastest, so the tiles running at once share
+    one or two heads' K and V in L2; causal walks each head's tiles last to first (longest first)."""
+    mt = t % num_m
+    bh = t // num_m
+    if CAUSAL:
+        mt = num_m - 1 - mt
+    return mt, bh % heads, bh // heads
+
+
+@tylo.func
+def tile_extent(cu_q, cu_k, b, m0, BM: tylo.constexpr, BN: tylo.constexpr, CAUSAL: tylo.constexpr):
+    """(q_start, k_start, seqlen_q, seqlen_k, key blocks) of the Q tile at row m0 of sequence b."""
+    q_start = cu_q[b]
+    k_start = cu_k[b]
+    seqlen_q = cu_q[b + 1] - q_start
+    seqlen_k = cu_k[b + 1] - k_start
+    # keys the tile sees: all of them, or (causal, bottom-right) those <= its last row + seqlen_k - seqlen_q
+    kv_end = seqlen_k
+    if CAUSAL:
+        kv_end = tylo.minimum(seqlen_k, tylo.maximum(m0 + BM + seqlen_k - seqlen_q, 0))
+    n_blocks = (kv_end + BN - 1) // BN
+    if m0 >= seqlen_q:                  # a tile past this sequence's end (varlen): nothing to do
+        n_blocks = 0
+    return q_start, k_start, seqlen_q, seqlen_k, n_blocks
+
+
 @tylo.jit
 def attention_fwd(o, lse, q_map, k_map, v_map, cu_q, cu_k, heads, group, q_row_mul, q_bat_mul, kv_row_mul,
-                  kv_bat_mul, lse_b, lse_h, lse_row_mul, scale_log2, D: tylo.constexpr, CAUSAL: tylo.constexpr,
-                  BN: tylo.constexpr, STAGES: tylo.constexpr, CONSUMERS: tylo.constexpr,
-                  DTYPE: tylo.constexpr, OVERLAP: tylo.constexpr = True, PINGPONG: tylo.constexpr = False):
+                  kv_bat_mul, lse_b, lse_h, lse_row_mul, num_m, batch, scale_log2, D: tylo.constexpr,
+                  CAUSAL: tylo.constexpr, BN: tylo.constexpr, STAGES: tylo.constexpr, CONSUMERS: tylo.constexpr,
+                  DTYPE: tylo.constexpr, PINGPONG: tylo.constexpr = False):
+    """Work units are (Q tile, head, batch entry), ``num_m * heads * batch`` of them; CTA ``x`` takes units
+    x, x + grid, ... (one each when the grid covers them all; persistent when it is smaller)."""
     BM = 64 * CONSUMERS
     NC = D // DC
     S_PLAN = wg.WGMMA64(DTYPE, n=BN, k=D)
@@ -122,32 +152,15 @@ def attention_fwd(o, lse, q_map, k_map, v_map, cu_q, cu_k, heads, group, q_row_m
     q_s = tylo.shared_array(DTYPE, (BM * D,), align=1024)
     k_s = tylo.shared_array(DTYPE, (STAGES * BN * D,), align=1024)
     v_s = tylo.shared_array(DTYPE, (STAGES * BN * D,), align=1024)
-    bars = tylo.shared_array(tylo.u64, (4 * STAGES + 1,), align=8)
+    bars = tylo.shared_array(tylo.u64, (4 * STAGES + 2,), align=8)
     k_full = bars.ptr
     k_empty = bars.ptr + STAGES
     v_full = bars.ptr + 2 * STAGES
     v_empty = bars.ptr + 3 * STAGES
     q_full = bars.ptr + 4 * STAGES
+    q_empty = bars.ptr + 4 * STAGES + 1
     tid = tylo.thread_idx.x
-
-    b = tylo.block_idx.z
-    h = tylo.block_idx.y
-    hk = h // group
-    tile = tylo.block_idx.x
-    if CAUSAL:                          # longest first: the last Q tiles see the most keys
-        tile = tylo.grid_dim.x - 1 - tile
-    m0 = tile * BM
-    q_start = cu_q[b]
-    k_start = cu_k[b]
-    seqlen_q = cu_q[b + 1] - q_start
-    seqlen_k = cu_k[b + 1] - k_start
-    # keys this tile sees: all of them, or (causal, bottom-right) those <= its last row + seqlen_k - seqlen_q
-    kv_end = seqlen_k
-    if CAUSAL:
-        kv_end = tylo.minimum(seqlen_k, tylo.maximum(m0 + BM + seqlen_k - seqlen_q, 0))
-    n_blocks = (kv_end + BN - 1) // BN
-    if m0 >= seqlen_q:                  # a tile past this sequence's end (varlen): nothing to do
-        n_blocks = 0
+    units = num_m * heads * batch
 
     if tid == 0:
         tma.prefetch_tma_descriptor(q_map)
@@ -159,6 +172,7 @@ def attention_fwd(o, lse, q_map, k_map, v_map, cu_q, cu_k, heads, group, q_row_m
             mb.mbarrier_init(k_empty + s, CONSUMERS)   # one release per consumer warpgroup
             mb.mbarrier_init(v_empty + s, CONSUMERS)
         mb.mbarrier_init(q_full, 1)
+        mb.mbarrier_init(q_empty, CONSUMERS)          # the consumers are done with this Q tile
         mb.fence_mbarrier_init()
         mb.fence_view_async_shared()
     tylo.sync_threads()
@@ -167,63 +181,77 @@ def attention_fwd(o, lse, q_map, k_map, v_map, cu_q, cu_k, heads, group, q_row_m
     if wgi == 0:
         mb.setmaxnreg_dec(PRODUCER_REGS)
         if tid == 0:
-            if n_blocks > 0:
-                q_bat = q_bat_mul * b + h
-                mb.mbarrier_arrive_expect_tx(q_full, BM * D * DTYPE.itemsize)
-                tma.tma_load(tma.shared_tile(q_map, q_s.ptr, (1, NC)), q_map, (q_row_mul * q_start + m0, 0, q_bat),
-                             q_full)
-            kv_row = kv_row_mul * k_start
-            kv_bat = kv_bat_mul * b + hk
-            for j in range(n_blocks):
-                s = j % STAGES
-                phase = ((j // STAGES) & 1) ^ 1            # a fresh ring is free
-                mb.mbarrier_wait(k_empty + s, phase)
-                mb.mbarrier_arrive_expect_tx(k_full + s, BN * D * DTYPE.itemsize)
-                tma.tma_load(tma.shared_tile(k_map, k_s.ptr + s * (BN * D), (1, NC)), k_map,
-                             (kv_row + j * BN, 0, kv_bat), k_full + s)
-                mb.mbarrier_wait(v_empty + s, phase)
-                mb.mbarrier_arrive_expect_tx(v_full + s, BN * D * DTYPE.itemsize)
-                tma.tma_load(tma.shared_tile(v_map, v_s.ptr + s * (BN * D), (1, NC)), v_map,
-                             (kv_row + j * BN, 0, kv_bat), v_full + s)
+            it = 0                                     # K/V blocks loaded so far (ring position)
+            qi = 0                                     # Q tiles loaded so far
+            for t in range(tylo.block_idx.x, units, tylo.grid_dim.x):
+                mt, h, b = tile_of(t, num_m, heads, CAUSAL)
+                m0 = mt * BM
+                q_start, k_start, seqlen_q, seqlen_k, n_blocks = tile_extent(cu_q, cu_k, b, m0, BM, BN, CAUSAL)
+                if n_blocks > 0:
+                    if qi > 0:
+                        mb.mbarrier_wait(q_empty, (qi - 1) & 1)
+                    mb.mbarrier_arrive_expect_tx(q_full, BM * D * DTYPE.itemsize)
+                    tma.tma_load(tma.shared_tile(q_map, q_s.ptr, (1, NC)), q_map,
+                                 (q_row_mul * q_start + m0, 0, q_bat_mul * b + h), q_full)
+                    qi += 1
+                kv_row = kv_row_mul * k_start
+                kv_bat = kv_bat_mul * b + h // group
+                for j in range(n_blocks):
+                    s = it % STAGES
+                    phase = ((it // STAGES) & 1) ^ 1       # a fresh ring is free
+                    mb.mbarrier_wait(k_empty + s, phase)
+                    mb.mbarrier_arrive_expect_tx(k_full + s, BN * D * DTYPE.itemsize)
+                    tma.tma_load(tma.shared_tile(k_map, k_s.ptr + s * (BN * D), (1, NC)), k_map,
+                                 (kv_row + j * BN, 0, kv_bat), k_full + s)
+                    mb.mbarrier_wait(v_empty + s, phase)
+                    mb.mbarrier_arrive_expect_tx(v_full + s, BN * D * DTYPE.itemsize)
+                    tma.tma_load(tma.shared_tile(v_map, v_s.ptr + s * (BN * D), (1, NC)), v_map,
+                                 (kv_row + j * BN, 0, kv_bat), v_full + s)
+                    it += 1
     else:
         mb.setmaxnreg_inc(consumer_registers(CONSUMERS))
         cons = wgi - 1
         lead = tid % 128 == 0
-        r0 = m0 + 64 * cons                          # this warpgroup's first query row (in the sequence)
         q_op = wg.wgmma_operand(S_PLAN, wg.OperandA, tma.shared_tile(q_map, q_s.ptr, (1, NC)), (64 * cons, 0))
-        # keys row r may see: [0, seqlen_k), and (causal) key <= r + seqlen_k - seqlen_q
-        diag = r0 + seqlen_k - seqlen_q
-        wg_limit = seqlen_k                          # the smallest limit of this warpgroup's rows
-        if CAUSAL:
-            wg_limit = tylo.minimum(seqlen_k, tylo.maximum(diag + 1, 0))
-        m, l = tylo.online_softmax_start(tylo.Ownership.wgmma_accumulator(BN))
-        acc = tylo.zero_accumulator(PV_PLAN)
         if PINGPONG:
             if cons == 1:
                 mb.named_barrier_arrive(1, 256)      # warpgroup 1 issues its first GEMMs first
-        if n_blocks > 0:
-            mb.mbarrier_wait(q_full, 0)
-        if OVERLAP:
+        it = 0
+        qi = 0
+        for t in range(tylo.block_idx.x, units, tylo.grid_dim.x):
+            mt, h, b = tile_of(t, num_m, heads, CAUSAL)
+            m0 = mt * BM
+            q_start, k_start, seqlen_q, seqlen_k, n_blocks = tile_extent(cu_q, cu_k, b, m0, BM, BN, CAUSAL)
+            r0 = m0 + 64 * cons                      # this warpgroup's first query row (in the sequence)
+            # keys row r may see: [0, seqlen_k), and (causal) key <= r + seqlen_k - seqlen_q
+            diag = r0 + seqlen_k - seqlen_q
+            wg_limit = seqlen_k                      # the smallest limit of this warpgroup's rows
+            if CAUSAL:
+                wg_limit = tylo.minimum(seqlen_k, tylo.maximum(diag + 1, 0))
+            m, l = tylo.online_softmax_start(tylo.Ownership.wgmma_accumulator(BN))
+            acc = tylo.zero_accumulator(PV_PLAN)
             if n_blocks > 0:
+                mb.mbarrier_wait(q_full, qi & 1)
                 # block 0: S alone
-                mb.mbarrier_wait(k_full, 0)
+                s = it % STAGES
+                mb.mbarrier_wait(k_full + s, (it // STAGES) & 1)
                 if PINGPONG:
                     mb.named_barrier_sync(1 + cons, 256)
-                s_pend = wg.mma_async(S_PLAN, q_op, k_operand(S_PLAN, k_map, k_s.ptr, 0, BN, D),
+                s_pend = wg.mma_async(S_PLAN, q_op, k_operand(S_PLAN, k_map, k_s.ptr, s, BN, D),
                                       tylo.zero_accumulator(S_PLAN))
                 if PINGPONG:
                     mb.named_barrier_arrive(2 - cons, 256)
                 sc = wg.finish_mma(wg.wait_mma(s_pend))
                 if lead:
-                    mb.mbarrier_arrive(k_empty)
+                    mb.mbarrier_arrive(k_empty + s)
                 sc = mask_block(sc, 0, seqlen_k, diag, wg_limit, BN, CAUSAL)
                 m, l, rescale, p = tylo.online_softmax_update_exp2(m, l, sc, scale_log2)
                 pk = tylo.pack(DTYPE, p)             # carried packed: 32 registers, not 64
                 for j in range(1, n_blocks):
-                    s = j % STAGES
-                    sp = (j - 1) % STAGES
-                    mb.mbarrier_wait(k_full + s, (j // STAGES) & 1)
-                    mb.mbarrier_wait(v_full + sp, ((j - 1) // STAGES) & 1)
+                    s = (it + j) % STAGES
+                    sp = (it + j - 1) % STAGES
+                    mb.mbarrier_wait(k_full + s, ((it + j) // STAGES) & 1)
+                    mb.mbarrier_wait(v_full + sp, ((it + j - 1) // STAGES) & 1)
                     if PINGPONG:
                         mb.named_barrier_sync(1 + cons, 256)
                     # S of block j, then P V of block j - 1: wait for S only, P V stays in flight
@@ -243,8 +271,8 @@ def attention_fwd(o, lse, q_map, k_map, v_map, cu_q, cu_k, heads, group, q_row_m
                         mb.mbarrier_arrive(v_empty + sp)
                     acc = acc * rescale
                 # P V of the last block
-                sl = (n_blocks - 1) % STAGES
-                mb.mbarrier_wait(v_full + sl, ((n_blocks - 1) // STAGES) & 1)
+                sl = (it + n_blocks - 1) % STAGES
+                mb.mbarrier_wait(v_full + sl, ((it + n_blocks - 1) // STAGES) & 1)
                 if PINGPONG:
                     mb.named_barrier_sync(1 + cons, 256)
                 o_pend = wg.mma_async(PV_PLAN, pk, v_operand(PV_PLAN, v_map, v_s.ptr, sl, BN, D), acc)
@@ -253,42 +281,23 @@ def attention_fwd(o, lse, q_map, k_map, v_map, cu_q, cu_k, heads, group, q_row_m
                 acc = wg.finish_mma(wg.wait_mma(o_pend))
                 if lead:
                     mb.mbarrier_arrive(v_empty + sl)
-        else:
-            for j in range(n_blocks):
-                s = j % STAGES
-                phase = (j // STAGES) & 1
-                mb.mbarrier_wait(k_full + s, phase)
-                if PINGPONG:
-                    mb.named_barrier_sync(1 + cons, 256)
-                s_pend = wg.mma_async(S_PLAN, q_op, k_operand(S_PLAN, k_map, k_s.ptr, s, BN, D),
-                                      tylo.zero_accumulator(S_PLAN))
-                if PINGPONG:
-                    mb.named_barrier_arrive(2 - cons, 256)
-                sc = wg.finish_mma(wg.wait_mma(s_pend))
-                if lead:
-                    mb.mbarrier_arrive(k_empty + s)
-                sc = mask_block(sc, j * BN, seqlen_k, diag, wg_limit, BN, CAUSAL)
-                m, l, rescale, p = tylo.online_softmax_update_exp2(m, l, sc, scale_log2)
-                acc = acc * rescale
-                mb.mbarrier_wait(v_full + s, phase)
-                acc = wg.finish_mma(wg.wait_mma(wg.mma_async(PV_PLAN, tylo.pack(DTYPE, p),
-                                                             v_operand(PV_PLAN, v_map, v_s.ptr, s, BN, D), acc)))
-                if lead:
-                    mb.mbarrier_arrive(v_empty + s)
+                    mb.mbarrier_arrive(q_empty)          # every S of this tile is complete: Q may be replaced
+                it += n_blocks
+                qi += 1
+
+            total, row_lse = tylo.online_softmax_finish_exp2(m, l, scale_log2)
+            out = tylo.online_softmax_normalize_fast(acc, total)
+            rows_left = seqlen_q - r0
+            dst = window(tylo.GlobalTile(o + h * D, Layout((q_start + r0 + 64, D), (heads * D, 1))),
+                         (q_start + r0, 0), (64, D))
+            tylo.store_bounded(dst, out, (rows_left, D))
+            if tid % 4 == 0:
+                lse_row0 = b * lse_b + h * lse_h + lse_row_mul * q_start + r0
+                lse_dst = tylo.GlobalTile(lse + lse_row0, Layout((64, 1), (1, 1)))
+                tylo.store_bounded(lse_dst, row_lse, (rows_left, 1))
         if PINGPONG:
             if cons == 0:
                 mb.named_barrier_sync(1, 256)        # the other warpgroup's last arrival on barrier 1
-
-        total, row_lse = tylo.online_softmax_finish_exp2(m, l, scale_log2)
-        out = tylo.online_softmax_normalize_fast(acc, total)
-        rows_left = seqlen_q - r0
-        dst = window(tylo.GlobalTile(o + h * D, Layout((q_start + r0 + 64, D), (heads * D, 1))),
-                     (q_start + r0, 0), (64, D))
-        tylo.store_bounded(dst, out, (rows_left, D))
-        if tid % 4 == 0:
-            lse_row0 = b * lse_b + h * lse_h + lse_row_mul * q_start + r0
-            lse_dst = tylo.GlobalTile(lse + lse_row0, Layout((64, 1), (1, 1)))
-            tylo.store_bounded(lse_dst, row_lse, (rows_left, 1))
 
 
 def signature(dtype=tylo.bf16, head_dim=128, causal=False):
@@ -297,16 +306,16 @@ def signature(dtype=tylo.bf16, head_dim=128, causal=False):
     q_plan, kv_plan, _, _ = plans(dtype, head_dim, bn, consumers)
     name = "bf16" if dtype == tylo.bf16 else "f16"
     return ([f"*{name}:16", "*f32", tma.batched(q_plan), tma.batched(kv_plan), tma.batched(kv_plan), "*i32", "*i32"]
-            + ["i32"] * 9 + ["f32"])
+            + ["i32"] * 11 + ["f32"])
 
 
-OVERLAP, PINGPONG = True, False
+PINGPONG = False
 
 
 def constexprs(dtype, head_dim, causal):
     bn, stages, consumers = tile_config(head_dim, causal)
     return {"D": head_dim, "CAUSAL": causal, "BN": bn, "STAGES": stages, "CONSUMERS": consumers, "DTYPE": dtype,
-            "OVERLAP": OVERLAP, "PINGPONG": PINGPONG}
+            "PINGPONG": PINGPONG}
 
 
 AOT = [(attention_fwd, signature(tylo.bf16, d, c), constexprs(tylo.bf16, d, c), threads(tile_config(d, c)[2]))
@@ -385,6 +394,21 @@ def _tma_view(x, packed: bool, lib: str):
     return _tma_view(_contiguous(x, lib), packed, lib)
 
 
+PERSISTENT = True          # non-causal: one CTA per SM walks the work units (static schedule)
+_SMS = []
+
+
+def grid_size(units, causal):
+    """CTAs to launch: one per SM for non-causal work (persistent, equal units: a static schedule balances);
+    one per unit for causal (the hardware hands the next unit, longest first, to whichever SM frees up)."""
+    if causal or not PERSISTENT:
+        return units
+    if not _SMS:
+        from tylo.runtime import driver
+        _SMS.append(driver.devices()[0]["sm_count"])
+    return min(units, _SMS[0])
+
+
 _BINDINGS = {}
 
 
@@ -439,9 +463,11 @@ def _empty(shape, dtype_name, like, lib):
 
 
 def prepare(q, k, v, causal=False, scale=None, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,
-            max_seqlen_k=None):
+            max_seqlen_k=None, ctas=None):
     """Check the arguments and build one launch: ``(grid, block, args, constexprs, o, lse, lib)``; ``args``
-    are the runtime arguments in signature order, ``o`` and ``lse`` the outputs the launch fills."""
+    are the runtime arguments in signature order, ``o`` and ``lse`` the outputs the launch fills.
+    ``ctas``: how many CTAs walk the work units (default: ``grid_size`` on a GPU, one per unit in the
+    interpreter)."""
     pb = host.check_attention_args(q, k, v, causal, scale, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                                    head_dims=HEAD_DIMS)
     libs = {_library(x) for x in (q, k, v)}
@@ -470,10 +496,14 @@ def prepare(q, k, v, causal=False, scale=None, cu_seqlens_q=None, cu_seqlens_k=N
     else:
         cu_q, cu_k = _device_offsets(pb.offsets_q, q, lib), _device_offsets(pb.offsets_k, q, lib)
     bm = 64 * consumers
-    grid = (max(1, (pb.max_seqlen_q + bm - 1) // bm), pb.heads, pb.batch)
+    num_m = max(1, (pb.max_seqlen_q + bm - 1) // bm)
+    units = num_m * pb.heads * pb.batch
+    if ctas is None:
+        ctas = units if lib == "numpy" else grid_size(units, pb.causal)
+    grid = (max(1, min(ctas, units)), 1, 1)
     args = [o, lse, _binding(q_plan, q_view, lib), _binding(kv_plan, k_view, lib), _binding(kv_plan, v_view, lib),
             cu_q, cu_k, pb.heads, pb.group, q_row_mul, q_bat_mul, kv_row_mul, kv_bat_mul, lse_b, lse_h, lse_row_mul,
-            pb.scale * LOG2E]
+            num_m, pb.batch, pb.scale * LOG2E]
     cx = constexprs(dtype, pb.head_dim, pb.causal)
     return grid, threads(consumers), args, cx, o, lse, lib
 
