@@ -122,12 +122,20 @@ def tile_of(t, num_m, heads, CAUSAL: tylo.constexpr):
 
 
 @tylo.func
-def tile_extent(cu_q, cu_k, b, m0, BM: tylo.constexpr, BN: tylo.constexpr, CAUSAL: tylo.constexpr):
-    """(q_start, k_start, seqlen_q, seqlen_k, key blocks) of the Q tile at row m0 of sequence b."""
-    q_start = cu_q[b]
-    k_start = cu_k[b]
-    seqlen_q = cu_q[b + 1] - q_start
-    seqlen_k = cu_k[b + 1] - k_start
+def tile_extent(cu_q, cu_k, seq_q, seq_k, b, m0, BM: tylo.constexpr, BN: tylo.constexpr, CAUSAL: tylo.constexpr,
+                VARLEN: tylo.constexpr):
+    """(q_start, k_start, seqlen_q, seqlen_k, key blocks) of the Q tile at row m0 of sequence b (varlen: from
+    the offsets in global memory; else from the common lengths, without loads on the way to the first GEMM)."""
+    if VARLEN:
+        q_start = cu_q[b]
+        k_start = cu_k[b]
+        seqlen_q = cu_q[b + 1] - q_start
+        seqlen_k = cu_k[b + 1] - k_start
+    else:
+        q_start = b * seq_q
+        k_start = b * seq_k
+        seqlen_q = seq_q
+        seqlen_k = seq_k
     # keys the tile sees: all of them, or (causal, bottom-right) those <= its last row + seqlen_k - seqlen_q
     kv_end = seqlen_k
     if CAUSAL:
@@ -140,11 +148,13 @@ def tile_extent(cu_q, cu_k, b, m0, BM: tylo.constexpr, BN: tylo.constexpr, CAUSA
 
 @tylo.jit
 def attention_fwd(o, lse, q_map, k_map, v_map, cu_q, cu_k, heads, group, q_row_mul, q_bat_mul, kv_row_mul,
-                  kv_bat_mul, lse_b, lse_h, lse_row_mul, num_m, batch, scale_log2, D: tylo.constexpr,
+                  kv_bat_mul, lse_b, lse_h, lse_row_mul, num_m, batch, seq_q, seq_k, scale_log2, D: tylo.constexpr,
                   CAUSAL: tylo.constexpr, BN: tylo.constexpr, STAGES: tylo.constexpr, CONSUMERS: tylo.constexpr,
-                  DTYPE: tylo.constexpr, PINGPONG: tylo.constexpr = False):
+                  DTYPE: tylo.constexpr, VARLEN: tylo.constexpr = False, PINGPONG: tylo.constexpr = False):
     """Work units are (Q tile, head, batch entry), ``num_m * heads * batch`` of them; CTA ``x`` takes units
-    x, x + grid, ... (one each when the grid covers them all; persistent when it is smaller)."""
+    x, x + grid, ... (one each when the grid covers them all; persistent when it is smaller). VARLEN: the
+    sequences' offsets and lengths come from ``cu_q`` / ``cu_k``; otherwise every sequence has ``seq_q``
+    queries and ``seq_k`` keys."""
     BM = 64 * CONSUMERS
     NC = D // DC
     S_PLAN = wg.WGMMA64(DTYPE, n=BN, k=D)
@@ -186,7 +196,8 @@ def attention_fwd(o, lse, q_map, k_map, v_map, cu_q, cu_k, heads, group, q_row_m
             for t in range(tylo.block_idx.x, units, tylo.grid_dim.x):
                 mt, h, b = tile_of(t, num_m, heads, CAUSAL)
                 m0 = mt * BM
-                q_start, k_start, seqlen_q, seqlen_k, n_blocks = tile_extent(cu_q, cu_k, b, m0, BM, BN, CAUSAL)
+                q_start, k_start, seqlen_q, seqlen_k, n_blocks = tile_extent(cu_q, cu_k, seq_q, seq_k, b, m0, BM, BN,
+                                                                             CAUSAL, VARLEN)
                 if n_blocks > 0:
                     if qi > 0:
                         mb.mbarrier_wait(q_empty, (qi - 1) & 1)
@@ -221,7 +232,8 @@ def attention_fwd(o, lse, q_map, k_map, v_map, cu_q, cu_k, heads, group, q_row_m
         for t in range(tylo.block_idx.x, units, tylo.grid_dim.x):
             mt, h, b = tile_of(t, num_m, heads, CAUSAL)
             m0 = mt * BM
-            q_start, k_start, seqlen_q, seqlen_k, n_blocks = tile_extent(cu_q, cu_k, b, m0, BM, BN, CAUSAL)
+            q_start, k_start, seqlen_q, seqlen_k, n_blocks = tile_extent(cu_q, cu_k, seq_q, seq_k, b, m0, BM, BN,
+                                                                         CAUSAL, VARLEN)
             r0 = m0 + 64 * cons                      # this warpgroup's first query row (in the sequence)
             # keys row r may see: [0, seqlen_k), and (causal) key <= r + seqlen_k - seqlen_q
             diag = r0 + seqlen_k - seqlen_q
@@ -244,6 +256,8 @@ def attention_fwd(o, lse, q_map, k_map, v_map, cu_q, cu_k, heads, group, q_row_m
                 sc = wg.finish_mma(wg.wait_mma(s_pend))
                 if lead:
                     mb.mbarrier_arrive(k_empty + s)
+                    if n_blocks == 1:
+                        mb.mbarrier_arrive(q_empty)      # the tile's last S is complete: Q may be replaced
                 sc = mask_block(sc, 0, seqlen_k, diag, wg_limit, BN, CAUSAL)
                 m, l, rescale, p = tylo.online_softmax_update_exp2(m, l, sc, scale_log2)
                 pk = tylo.pack(DTYPE, p)             # carried packed: 32 registers, not 64
@@ -263,6 +277,8 @@ def attention_fwd(o, lse, q_map, k_map, v_map, cu_q, cu_k, heads, group, q_row_m
                     sc = wg.finish_mma(wg.wait_mma(s_pend, pending=1))
                     if lead:
                         mb.mbarrier_arrive(k_empty + s)
+                        if j == n_blocks - 1:
+                            mb.mbarrier_arrive(q_empty)
                     sc = mask_block(sc, j * BN, seqlen_k, diag, wg_limit, BN, CAUSAL)
                     m, l, rescale, p = tylo.online_softmax_update_exp2(m, l, sc, scale_log2)
                     acc = wg.finish_mma(wg.wait_mma(o_pend))      # P V of block j - 1 done: its P is dead
@@ -281,7 +297,6 @@ def attention_fwd(o, lse, q_map, k_map, v_map, cu_q, cu_k, heads, group, q_row_m
                 acc = wg.finish_mma(wg.wait_mma(o_pend))
                 if lead:
                     mb.mbarrier_arrive(v_empty + sl)
-                    mb.mbarrier_arrive(q_empty)          # every S of this tile is complete: Q may be replaced
                 it += n_blocks
                 qi += 1
 
@@ -290,7 +305,10 @@ def attention_fwd(o, lse, q_map, k_map, v_map, cu_q, cu_k, heads, group, q_row_m
             rows_left = seqlen_q - r0
             dst = window(tylo.GlobalTile(o + h * D, Layout((q_start + r0 + 64, D), (heads * D, 1))),
                          (q_start + r0, 0), (64, D))
-            tylo.store_bounded(dst, out, (rows_left, D))
+            if D < 256 and rows_left >= 64:          # warpgroup-uniform: whole tiles store without per-element tests
+                tylo.store(dst, out)
+            else:
+                tylo.store_bounded(dst, out, (rows_left, D))
             if tid % 4 == 0:
                 lse_row0 = b * lse_b + h * lse_h + lse_row_mul * q_start + r0
                 lse_dst = tylo.GlobalTile(lse + lse_row0, Layout((64, 1), (1, 1)))
@@ -306,16 +324,16 @@ def signature(dtype=tylo.bf16, head_dim=128, causal=False):
     q_plan, kv_plan, _, _ = plans(dtype, head_dim, bn, consumers)
     name = "bf16" if dtype == tylo.bf16 else "f16"
     return ([f"*{name}:16", "*f32", tma.batched(q_plan), tma.batched(kv_plan), tma.batched(kv_plan), "*i32", "*i32"]
-            + ["i32"] * 11 + ["f32"])
+            + ["i32"] * 13 + ["f32"])
 
 
 PINGPONG = False
 
 
-def constexprs(dtype, head_dim, causal):
+def constexprs(dtype, head_dim, causal, varlen=False):
     bn, stages, consumers = tile_config(head_dim, causal)
     return {"D": head_dim, "CAUSAL": causal, "BN": bn, "STAGES": stages, "CONSUMERS": consumers, "DTYPE": dtype,
-            "PINGPONG": PINGPONG}
+            "VARLEN": varlen, "PINGPONG": PINGPONG}
 
 
 AOT = [(attention_fwd, signature(tylo.bf16, d, c), constexprs(tylo.bf16, d, c), threads(tile_config(d, c)[2]))
@@ -503,8 +521,8 @@ def prepare(q, k, v, causal=False, scale=None, cu_seqlens_q=None, cu_seqlens_k=N
     grid = (max(1, min(ctas, units)), 1, 1)
     args = [o, lse, _binding(q_plan, q_view, lib), _binding(kv_plan, k_view, lib), _binding(kv_plan, v_view, lib),
             cu_q, cu_k, pb.heads, pb.group, q_row_mul, q_bat_mul, kv_row_mul, kv_bat_mul, lse_b, lse_h, lse_row_mul,
-            num_m, pb.batch, pb.scale * LOG2E]
-    cx = constexprs(dtype, pb.head_dim, pb.causal)
+            num_m, pb.batch, pb.max_seqlen_q, pb.max_seqlen_k, pb.scale * LOG2E]
+    cx = constexprs(dtype, pb.head_dim, pb.causal, pb.varlen)
     return grid, threads(consumers), args, cx, o, lse, lib
 
 
