@@ -29,6 +29,8 @@ The kernel (one CTA per BM-row Q tile of one (batch, head); docs/attention.md ha
 * epilogue: O * (1 / l) (``rcp.approx``) stored bounded from registers, LSE (natural log) by the
   lanes that own each row.
 """
+from dataclasses import dataclass
+
 import numpy as np
 
 import tylo
@@ -57,21 +59,45 @@ def consumer_registers(consumers):
 DTYPES = {"bfloat16": tylo.bf16, "float16": tylo.f16}
 
 
+@dataclass(frozen=True)
+class TileConfig:
+    """One specialisation's tiling: ``bn`` keys per block, ``stages`` K/V ring depth, ``consumers`` consumer
+    warpgroups of 64 query rows (BM = 64 * consumers), ``pingpong``: the two consumers take turns issuing
+    their GEMMs (named barriers), so one's softmax overlaps the other's tensor-core work."""
+
+    bn: int
+    stages: int
+    consumers: int
+    pingpong: bool = False
+
+    def __post_init__(self):
+        if self.pingpong and self.consumers != 2:
+            raise ValueError(f"TileConfig: pingpong takes two consumer warpgroups, got {self.consumers}")
+
+    @property
+    def bm(self):
+        return 64 * self.consumers
+
+    @property
+    def threads(self):
+        return threads(self.consumers)
+
+
 def tile_config(head_dim, causal):
-    """(BN keys per block, STAGES, CONSUMERS) for one specialisation (BM = 64 * CONSUMERS query rows).
+    """The TileConfig of one (head_dim, causal) specialisation (measured on the H200, docs/attention.md).
 
     Shared memory holds Q (BM x D) and STAGES K and V blocks (BN x D each): D = 256 needs a short key
     block to fit (128 x 256 + 2 * 2 * 80 x 256 elements = 224 KB)."""
     if (head_dim, causal) in TILE_OVERRIDES:
         return TILE_OVERRIDES[head_dim, causal]
     if head_dim == 256:
-        return 80, 2, 2
+        return TileConfig(80, 2, 2, pingpong=causal)
     if head_dim == 64:
-        return 128, 2, 3
-    return 128, 2, 2
+        return TileConfig(128, 2, 3)
+    return TileConfig(128 if causal else 176, 2, 2, pingpong=True)
 
 
-TILE_OVERRIDES = {}        # (head_dim, causal) -> (BN, STAGES, CONSUMERS), for tuning runs
+TILE_OVERRIDES = {}        # (head_dim, causal) -> TileConfig, for tuning runs
 
 
 def threads(consumers):
@@ -320,23 +346,20 @@ def attention_fwd(o, lse, q_map, k_map, v_map, cu_q, cu_k, heads, group, q_row_m
 
 def signature(dtype=tylo.bf16, head_dim=128, causal=False):
     """The launch signature (TMA maps are 3-D: rows x head_dim, batched)."""
-    bn, _, consumers = tile_config(head_dim, causal)
-    q_plan, kv_plan, _, _ = plans(dtype, head_dim, bn, consumers)
+    cfg = tile_config(head_dim, causal)
+    q_plan, kv_plan, _, _ = plans(dtype, head_dim, cfg.bn, cfg.consumers)
     name = "bf16" if dtype == tylo.bf16 else "f16"
     return ([f"*{name}:16", "*f32", tma.batched(q_plan), tma.batched(kv_plan), tma.batched(kv_plan), "*i32", "*i32"]
             + ["i32"] * 13 + ["f32"])
 
 
-PINGPONG = False
-
-
 def constexprs(dtype, head_dim, causal, varlen=False):
-    bn, stages, consumers = tile_config(head_dim, causal)
-    return {"D": head_dim, "CAUSAL": causal, "BN": bn, "STAGES": stages, "CONSUMERS": consumers, "DTYPE": dtype,
-            "VARLEN": varlen, "PINGPONG": PINGPONG}
+    cfg = tile_config(head_dim, causal)
+    return {"D": head_dim, "CAUSAL": causal, "BN": cfg.bn, "STAGES": cfg.stages, "CONSUMERS": cfg.consumers,
+            "DTYPE": dtype, "VARLEN": varlen, "PINGPONG": cfg.pingpong}
 
 
-AOT = [(attention_fwd, signature(tylo.bf16, d, c), constexprs(tylo.bf16, d, c), threads(tile_config(d, c)[2]))
+AOT = [(attention_fwd, signature(tylo.bf16, d, c), constexprs(tylo.bf16, d, c), tile_config(d, c).threads)
        for d in HEAD_DIMS for c in (False, True)]
 
 
@@ -413,13 +436,14 @@ def _tma_view(x, packed: bool, lib: str):
 
 
 PERSISTENT = True          # non-causal: one CTA per SM walks the work units (static schedule)
+PERSISTENT_CAUSAL = False  # causal: one CTA per unit unless set (measured: docs/attention.md)
 _SMS = []
 
 
 def grid_size(units, causal):
     """CTAs to launch: one per SM for non-causal work (persistent, equal units: a static schedule balances);
     one per unit for causal (the hardware hands the next unit, longest first, to whichever SM frees up)."""
-    if causal or not PERSISTENT:
+    if not (PERSISTENT_CAUSAL if causal else PERSISTENT):
         return units
     if not _SMS:
         from tylo.runtime import driver
@@ -493,8 +517,8 @@ def prepare(q, k, v, causal=False, scale=None, cu_seqlens_q=None, cu_seqlens_k=N
         raise TypeError(f"attention: q, k and v must come from one array library, got {sorted(libs)}")
     lib = libs.pop()
     dtype = DTYPES[pb.dtype]
-    bn, stages, consumers = tile_config(pb.head_dim, pb.causal)
-    q_plan, kv_plan, _, _ = plans(dtype, pb.head_dim, bn, consumers)
+    cfg = tile_config(pb.head_dim, pb.causal)
+    q_plan, kv_plan, _, _ = plans(dtype, pb.head_dim, cfg.bn, cfg.consumers)
     q_view, q_row_mul, q_bat_mul = _tma_view(q, pb.varlen, lib)
     k_view, kv_row_mul, kv_bat_mul = _tma_view(k, pb.varlen, lib)
     v_view, v_row_mul, v_bat_mul = _tma_view(v, pb.varlen, lib)
@@ -513,8 +537,7 @@ def prepare(q, k, v, causal=False, scale=None, cu_seqlens_q=None, cu_seqlens_k=N
         cu_q, cu_k = np.asarray(pb.offsets_q, np.int32), np.asarray(pb.offsets_k, np.int32)
     else:
         cu_q, cu_k = _device_offsets(pb.offsets_q, q, lib), _device_offsets(pb.offsets_k, q, lib)
-    bm = 64 * consumers
-    num_m = max(1, (pb.max_seqlen_q + bm - 1) // bm)
+    num_m = max(1, (pb.max_seqlen_q + cfg.bm - 1) // cfg.bm)
     units = num_m * pb.heads * pb.batch
     if ctas is None:
         ctas = units if lib == "numpy" else grid_size(units, pb.causal)
@@ -523,7 +546,7 @@ def prepare(q, k, v, causal=False, scale=None, cu_seqlens_q=None, cu_seqlens_k=N
             cu_q, cu_k, pb.heads, pb.group, q_row_mul, q_bat_mul, kv_row_mul, kv_bat_mul, lse_b, lse_h, lse_row_mul,
             num_m, pb.batch, pb.max_seqlen_q, pb.max_seqlen_k, pb.scale * LOG2E]
     cx = constexprs(dtype, pb.head_dim, pb.causal, pb.varlen)
-    return grid, threads(consumers), args, cx, o, lse, lib
+    return grid, cfg.threads, args, cx, o, lse, lib
 
 
 def attention(q, k, v, causal=False, scale=None, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,

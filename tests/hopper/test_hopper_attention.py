@@ -19,9 +19,8 @@ BF16 = ml_dtypes.bfloat16
 
 
 def _compile(dtype, d, causal):
-    bn, _, consumers = ha.tile_config(d, causal)
     return ha.attention_fwd.compile(signature=ha.signature(dtype, d, causal), constexprs=ha.constexprs(dtype, d, causal),
-                                    arch="sm_90a", block=ha.threads(consumers))
+                                    arch="sm_90a", block=ha.tile_config(d, causal).threads)
 
 
 SPECS = [(tylo.bf16, d, c) for d in ha.HEAD_DIMS for c in (False, True)] + [(tylo.f16, 128, False)]
@@ -37,7 +36,8 @@ def test_assembles_without_spills_or_serialisation(dtype, d, causal):
     assert ck.resources.spill_bytes == 0 and ".local" not in ptx
     assert re.search(r"[1-9]\d* bytes stack frame", log) is None
     assert "C7509" not in log and "serialized" not in log and "C7508" not in log
-    bn, _, consumers = ha.tile_config(d, causal)
+    cfg = ha.tile_config(d, causal)
+    bn, consumers = cfg.bn, cfg.consumers
     name = "bf16" if dtype == tylo.bf16 else "f16"
     # S = Q K^T (K = head_dim) twice (first block, loop) and P V (K = the key block) twice (loop, last block)
     s_inst = re.findall(rf"wgmma\.mma_async\.sync\.aligned\.m64n{bn}k16\.f32\.{name}\.{name}", ptx)
