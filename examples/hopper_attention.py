@@ -11,13 +11,16 @@ Rows that see no key give O = 0 and LSE = -inf. torch/cupy/tylo device arrays ru
 current stream for torch tensors) and return arrays of the same library; numpy arrays run in tylo's
 interpreter (``interpreted()``), for checks on machines without a GPU.
 
-The kernel (one CTA per BM-row Q tile of one (batch, head); docs/attention.md has the details):
+The kernel (docs/attention.md has the details and the measurements). Work units are (Q tile of BM
+rows, head, batch entry); a CTA walks units x, x + grid, ...: one CTA per SM for non-causal calls
+(persistent, a static schedule over equal units), one CTA per unit for causal ones, longest first.
 
-* warpgroup 0 -- the producer (``setmaxnreg_dec``): one thread issues the TMA loads of the Q tile
-  once (``q_full``), then per key block j the K block (``k_full[s]``, after ``k_empty[s]``) and the V
-  block (``v_full[s]`` after ``v_empty[s]``) into STAGES-deep rings. q, k, v are bound as 3-D TMA maps
-  (rows x head_dim, batched over heads or batch x heads: ``_tma_view``); head_dim is loaded as
-  64-column boxes (one 128-byte swizzle row each), side by side in shared memory.
+* warpgroup 0 -- the producer (``setmaxnreg_dec(24)``): one thread issues the TMA loads of each unit's Q
+  tile (``q_full``, after ``q_empty`` says the previous unit's last S is done), then per key block j the
+  K block (``k_full[s]``, after ``k_empty[s]``) and the V block (``v_full[s]``, after ``v_empty[s]``)
+  into STAGES-deep rings whose position carries across units. q, k, v are bound as 3-D TMA maps (rows x
+  head_dim, batched over heads or batch x heads: ``_tma_view``); head_dim is loaded as 64-column boxes
+  (one 128-byte swizzle row each), side by side in shared memory.
 * warpgroups 1..CONSUMERS -- the consumers (``setmaxnreg_inc``), 64 query rows each: S = Q K^T by
   WGMMA from shared memory (both K-major, K = head_dim in one plan), the mask from
   ``fragment_coords`` on blocks that cross a row's key limit (key bound, bottom-right causal), the
@@ -25,9 +28,14 @@ The kernel (one CTA per BM-row Q tile of one (batch, head); docs/attention.md ha
   the row sum stays a per-thread partial until the end), P packed to bf16/f16 in registers as the A
   operand of O += P V (V read MN-major: ``permutedims`` of its (keys, head_dim) tile, K = the key
   block). Intra-warpgroup overlap: S of block j+1 is issued before P V of block j, and the wait
-  leaves P V in flight (``wait_mma(s, pending=1)``) while the softmax of block j+1 runs.
-* epilogue: O * (1 / l) (``rcp.approx``) stored bounded from registers, LSE (natural log) by the
-  lanes that own each row.
+  leaves P V in flight (``wait_mma(s, pending=1)``) while the softmax of block j+1 runs. With
+  ``pingpong`` the two consumers take turns issuing their GEMMs (named barriers 1 and 2), so one's
+  softmax runs under the other's tensor-core work.
+* epilogue: O * (1 / l) (``rcp.approx``) stored from registers (whole 64-row tiles without tests,
+  ragged ones bounded per element), LSE (natural log) by the lanes that own each row.
+
+Tiles (``tile_config``, measured on the H200): D = 64: 192 x 128 (three consumers); D = 128: 128 x 176
+non-causal, 128 x 128 causal, pingpong; D = 256: 128 x 80 (pingpong when causal).
 """
 from dataclasses import dataclass
 
