@@ -37,6 +37,7 @@ rows, head, batch entry); a CTA walks units x, x + grid, ...: one CTA per SM for
 Tiles (``tile_config``, measured on the H200): D = 64: 192 x 128 (three consumers); D = 128: 128 x 176
 non-causal, 128 x 128 causal, pingpong; D = 256: 128 x 80 (pingpong when causal).
 """
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -508,7 +509,7 @@ def _empty(shape, dtype_name, like, lib):
         return torch.empty(shape, dtype=dt, device=like.device)
     if lib == "cupy":
         import cupy
-        return cupy.empty(shape, _numpy_dtype(dtype_name) if dtype_name != "float32" else np.float32)
+        return cupy.empty(shape, like.dtype if dtype_name != "float32" else np.float32)
     return tylo.empty(shape, _numpy_dtype(dtype_name) if dtype_name != "float32" else np.float32)
 
 
@@ -564,7 +565,7 @@ def attention(q, k, v, causal=False, scale=None, cu_seqlens_q=None, cu_seqlens_k
     tylo's interpreter."""
     grid, block, args, cx, o, lse, lib = prepare(q, k, v, causal, scale, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                                                  max_seqlen_k)
-    if q.shape[0] and o.size:
+    if math.prod(o.shape):
         kernel = interpreted() if lib == "numpy" else attention_fwd
         kernel[grid, block](*args, *cx.values())
     return o, lse

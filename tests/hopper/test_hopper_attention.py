@@ -87,6 +87,7 @@ BAD = [
     (lambda q, k, v: dict(q=q[0]), ValueError, "q must be 4-D"),
     (lambda q, k, v: dict(causal=1), TypeError, "causal must be a bool"),
     (lambda q, k, v: dict(scale="x"), TypeError, "scale must be a finite float"),
+    (lambda q, k, v: dict(scale=-0.5), ValueError, "scale must be positive"),
     (lambda q, k, v: dict(max_seqlen_q=8), ValueError, "max_seqlen_q is only for varlen"),
 ]
 
