@@ -563,12 +563,46 @@ def attention(q, k, v, causal=False, scale=None, cu_seqlens_q=None, cu_seqlens_k
     """FlashAttention forward (see the module docstring). torch/cupy/tylo device arrays run on the GPU
     (torch's current stream for torch tensors); numpy arrays (ml_dtypes.bfloat16 or float16) run in
     tylo's interpreter."""
+    fast = cu_seqlens_q is None and cu_seqlens_k is None and max_seqlen_q is None and max_seqlen_k is None
+    key = launch_key(q, k, v, causal, scale) if fast else None
+    hit = _LAUNCHES.get(key) if key is not None else None
+    if hit is not None:                 # checked before with these exact arrays: allocate and launch
+        grid, block, template, cx, lse_shape, lib = hit
+        o = _empty(tuple(q.shape), host.dtype_name(q), q, lib)
+        lse = _empty(lse_shape, "float32", q, lib)
+        if math.prod(o.shape):
+            attention_fwd[grid, block](o, lse, *template, *cx.values())
+        return o, lse
     grid, block, args, cx, o, lse, lib = prepare(q, k, v, causal, scale, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
                                                  max_seqlen_k)
     if math.prod(o.shape):
         kernel = interpreted() if lib == "numpy" else attention_fwd
         kernel[grid, block](*args, *cx.values())
+    if key is not None:
+        if len(_LAUNCHES) >= 64:        # entries keep their TMA bindings (and arrays) alive
+            _LAUNCHES.clear()
+        _LAUNCHES[key] = (grid, block, args[2:], cx, tuple(lse.shape), lib)
     return o, lse
+
+
+_LAUNCHES = {}
+
+
+def launch_key(q, k, v, causal, scale):
+    """What a batched device call's launch depends on: the arrays' library, addresses, dtypes, shapes and
+    strides, ``causal`` and ``scale`` (None for numpy arrays and for arguments ``prepare`` must judge)."""
+    if type(causal) is not bool or not (scale is None or type(scale) in (int, float)):
+        return None
+    lib = _library(q)
+    if lib == "numpy" or any(_library(x) != lib for x in (k, v)):
+        return None
+    from tylo.runtime import describe_array
+    try:
+        infos = [describe_array(x) for x in (q, k, v)]
+    except (TypeError, ValueError):
+        return None
+    return (lib, causal, scale, *((i.ptr, i.dtype_name, tuple(i.shape), tuple(i.strides), i.device_ordinal)
+                                 for i in infos))
 
 
 _INTERPRETED = []

@@ -210,3 +210,10 @@ def test_interpreter_persistent_ctas_walk_several_units():
     ha.interpreted()[grid, block](*args, *cx.values())
     _check(o[0:5], lse[:, 0:5], q[0:5], k[0:40], v[0:40], False)
     assert (o[5:] == 0).all() and np.isneginf(lse[:, 5:]).all()
+
+
+def test_launch_cache_keys_only_plain_device_calls():
+    q, k, v = _qkv((1, 8, 2, 64), (1, 8, 2, 64))
+    assert ha.launch_key(q, k, v, False, None) is None           # numpy: the interpreter, never cached
+    assert ha.launch_key(q, k, v, 1, None) is None               # arguments prepare() must judge
+    assert ha.launch_key(q, k, v, False, "x") is None

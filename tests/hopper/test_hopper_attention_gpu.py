@@ -160,8 +160,8 @@ def test_tiles_against_sms_and_bitwise_repeats(shape):
     q, k, v = _inputs(torch, b, s, s, h, h, d, seed=5)
     for causal in (False, True):
         o, lse = ha.attention(q, k, v, causal=causal)
-        o2, lse2 = ha.attention(q, k, v, causal=causal)
-        assert torch.equal(o, o2) and torch.equal(lse, lse2)
+        o2, lse2 = ha.attention(q, k, v, causal=causal)        # the cached launch: fresh outputs, same bits
+        assert o2.data_ptr() != o.data_ptr() and torch.equal(o, o2) and torch.equal(lse, lse2)
         for i in {0, b - 1}:
             hs = slice(0, 2)                  # two heads of the first and last sequence (the reference is O(s^2))
             _check_sequence(torch, o[i][:, hs], lse[i][hs], q[i][:, hs], k[i][:, hs], v[i][:, hs], causal,
@@ -180,3 +180,14 @@ def test_runs_on_the_callers_stream():
         done.record(side)
     done.synchronize()
     assert torch.equal(o, ref)
+
+
+def test_cached_launch_reads_new_data_in_the_same_arrays():
+    torch = _torch()
+    q, k, v = _inputs(torch, 2, 300, 400, 4, 2, 128, seed=13)
+    ha.attention(q, k, v, causal=True)
+    q.mul_(-0.5)
+    v.add_(1.0)
+    o, lse = ha.attention(q, k, v, causal=True)
+    for i in range(2):
+        _check_sequence(torch, o[i], lse[i], q[i], k[i], v[i], True, 1 / math.sqrt(128))
