@@ -18,7 +18,7 @@ The rules (issue 11):
 * bf16 or f16, all three of one dtype; any strides with a contiguous last dimension;
 * head_dim in ``SUPPORTED_HEAD_DIMS`` (64, 128, 256) unless the caller narrows it;
 * ``heads % kv_heads == 0`` (GQA, MQA);
-* ``scale`` defaults to 1 / sqrt(head_dim).
+* ``scale`` defaults to 1 / sqrt(head_dim) and must be positive.
 
 Every error is a ValueError or TypeError whose message starts with ``attention:`` and names the
 argument.
@@ -168,6 +168,8 @@ def check_attention_args(q, k, v, causal=False, scale=None, cu_seqlens_q=None, c
         scale = 1.0 / math.sqrt(head_dim)
     elif isinstance(scale, bool) or not isinstance(scale, (int, float)) or not math.isfinite(scale):
         raise TypeError(f"attention: scale must be a finite float, got {scale!r}")
+    elif scale <= 0:     # the kernels keep the running max of raw scores: a negative scale would invert it
+        raise ValueError(f"attention: scale must be positive, got {scale!r}")
     if varlen:
         off_q = _offsets(cu_seqlens_q, "cu_seqlens_q", sq[0], None)
         batch = len(off_q) - 1

@@ -1,0 +1,219 @@
+"""examples/hopper_attention.py without a GPU: every specialisation assembles for sm_90a with no spills,
+no local memory and no serialised WGMMAs, with the expected instruction counts; argument errors are
+ValueError/TypeError naming the argument before any kernel runs; the kernel in tylo's interpreter
+against float64 (FlashAttention-3's criterion) on small shapes."""
+import math
+import re
+import warnings
+
+import hopper_attention as ha
+import ml_dtypes
+import numpy as np
+import pytest
+
+import tylo
+from tylo.codegen.compile import ptx_to_cubin
+from tylo.codegen.targets import get_target
+
+BF16 = ml_dtypes.bfloat16
+
+
+def _compile(dtype, d, causal):
+    return ha.attention_fwd.compile(signature=ha.signature(dtype, d, causal), constexprs=ha.constexprs(dtype, d, causal),
+                                    arch="sm_90a", block=ha.tile_config(d, causal).threads)
+
+
+SPECS = [(tylo.bf16, d, c) for d in ha.HEAD_DIMS for c in (False, True)] + [(tylo.f16, 128, False)]
+
+
+@pytest.mark.parametrize("dtype,d,causal", SPECS, ids=[f"{t}-d{d}-{'causal' if c else 'full'}" for t, d, c in SPECS])
+def test_assembles_without_spills_or_serialisation(dtype, d, causal):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")           # a WGMMASerializationWarning (C7509) or any assembler warning
+        ck = _compile(dtype, d, causal)
+        _, _, log = ptx_to_cubin(ck.ptx, get_target("sm_90a"), ck.name)
+    ptx = ck.ptx
+    assert ck.resources.spill_bytes == 0 and ".local" not in ptx
+    assert re.search(r"[1-9]\d* bytes stack frame", log) is None
+    assert "C7509" not in log and "serialized" not in log and "C7508" not in log
+    cfg = ha.tile_config(d, causal)
+    bn, consumers = cfg.bn, cfg.consumers
+    name = "bf16" if dtype == tylo.bf16 else "f16"
+    # S = Q K^T (K = head_dim) twice (first block, loop) and P V (K = the key block) twice (loop, last block)
+    s_inst = re.findall(rf"wgmma\.mma_async\.sync\.aligned\.m64n{bn}k16\.f32\.{name}\.{name}", ptx)
+    pv_inst = re.findall(rf"wgmma\.mma_async\.sync\.aligned\.m64n{d}k16\.f32\.{name}\.{name} \{{[^}}]*\}}, \{{", ptx)
+    if bn != d:
+        assert len(s_inst) == 2 * d // 16
+    assert len(pv_inst) == 2 * bn // 16                          # P from registers: A is a register list
+    # one ex2 per score and one per row (the rescale), at the two softmax sites
+    assert len(re.findall(r"ex2\.approx\.ftz\.f32", ptx)) == 2 * (bn // 2 + 2)
+    assert "div.rn" not in ptx and "rcp.rn" not in ptx and "rcp.approx.ftz.f32" in ptx
+    assert len(re.findall(r"setmaxnreg\.dec\.sync\.aligned\.u32 24;", ptx)) == 1
+    assert len(re.findall(rf"setmaxnreg\.inc\.sync\.aligned\.u32 {ha.consumer_registers(consumers)};", ptx)) == 1
+
+
+def test_aot_lists_every_head_dim_and_mask():
+    assert sorted((cx["D"], cx["CAUSAL"]) for _, _, cx, _ in ha.AOT) == sorted(
+        (d, c) for d in (64, 128, 256) for c in (False, True))
+    for _, _, cx, block in ha.AOT:
+        assert block == ha.threads(cx["CONSUMERS"])
+        bn, stages, consumers = cx["BN"], cx["STAGES"], cx["CONSUMERS"]
+        shared = 2 * (64 * consumers * cx["D"] + 2 * stages * bn * cx["D"])
+        assert shared <= 232448 - 128                      # Q and the K/V rings fit sm_90's shared memory
+
+
+def _qkv(shape_q, shape_k, dtype=BF16, seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal(shape_q).astype(dtype), rng.standard_normal(shape_k).astype(dtype),
+            rng.standard_normal(shape_k).astype(dtype))
+
+
+@pytest.fixture
+def no_kernel(monkeypatch):
+    """Fails the test if a kernel would run: errors must come before any launch."""
+    def refuse():
+        raise AssertionError("the kernel ran before the argument error")
+    monkeypatch.setattr(ha, "interpreted", refuse)
+
+
+BAD = [
+    (lambda q, k, v: dict(q=q.astype(np.float32)), TypeError, "q must be bfloat16 or float16"),
+    (lambda q, k, v: dict(k=k.astype(np.float16)), TypeError, "k is float16 but q is bfloat16"),
+    (lambda q, k, v: dict(q=q[..., :48], k=k[..., :48], v=v[..., :48]), ValueError, "head_dim"),
+    (lambda q, k, v: dict(q=np.asfortranarray(q)), ValueError, "q must have a contiguous last dimension"),
+    (lambda q, k, v: dict(v=v[:, :5]), ValueError, "v must have k's shape"),
+    (lambda q, k, v: dict(k=np.concatenate([k] * 3, axis=2), v=np.concatenate([v] * 3, axis=2)), ValueError,
+     "multiple of kv_heads"),
+    (lambda q, k, v: dict(q=q[0]), ValueError, "q must be 4-D"),
+    (lambda q, k, v: dict(causal=1), TypeError, "causal must be a bool"),
+    (lambda q, k, v: dict(scale="x"), TypeError, "scale must be a finite float"),
+    (lambda q, k, v: dict(scale=-0.5), ValueError, "scale must be positive"),
+    (lambda q, k, v: dict(max_seqlen_q=8), ValueError, "max_seqlen_q is only for varlen"),
+]
+
+
+@pytest.mark.parametrize("change,exc,match", BAD, ids=[m for _, _, m in BAD])
+def test_argument_errors_name_the_argument(no_kernel, change, exc, match):
+    q, k, v = _qkv((2, 8, 4, 64), (2, 6, 2, 64))
+    args = dict(q=q, k=k, v=v)
+    args.update(change(q, k, v))
+    with pytest.raises(exc, match=match):
+        ha.attention(**args)
+
+
+def test_varlen_argument_errors(no_kernel):
+    q, k, v = _qkv((10, 2, 64), (12, 2, 64))
+    good_q, good_k = np.array([0, 4, 10], np.int32), np.array([0, 5, 12], np.int32)
+    with pytest.raises(TypeError, match="cu_seqlens_q must be int32"):
+        ha.attention(q, k, v, cu_seqlens_q=good_q.astype(np.int64), cu_seqlens_k=good_k)
+    with pytest.raises(ValueError, match="cu_seqlens_k must be ascending"):
+        ha.attention(q, k, v, cu_seqlens_q=good_q, cu_seqlens_k=np.array([0, 7, 5], np.int32))
+    with pytest.raises(ValueError, match="cu_seqlens_k is missing"):
+        ha.attention(q, k, v, cu_seqlens_q=good_q)
+    with pytest.raises(ValueError, match="max_seqlen_q must be an int at least"):
+        ha.attention(q, k, v, cu_seqlens_q=good_q, cu_seqlens_k=good_k, max_seqlen_q=3)
+    with pytest.raises(ValueError, match="cu_seqlens_q ends at 10"):
+        ha.attention(q[:9], k, v, cu_seqlens_q=good_q, cu_seqlens_k=good_k)
+
+
+def test_mixed_array_libraries_are_refused(no_kernel):
+    q, k, v = _qkv((1, 8, 2, 64), (1, 8, 2, 64))
+
+    class Foreign:                       # a device-array-like object of another library
+        shape, dtype = k.shape, k.dtype
+
+        def stride(self):
+            return tuple(s // 2 for s in k.strides)
+    with pytest.raises(TypeError, match="one array library"):
+        ha.attention(q, Foreign(), v)
+
+
+def _check(o, lse, q, k, v, causal, scale=None, dtype=BF16):
+    """FlashAttention-3's criterion per sequence: error <= 2x that of a low-precision reference + atol."""
+    d = q.shape[-1]
+    scale = 1 / math.sqrt(d) if scale is None else scale
+    ref, ref_lse = ha.reference(q, k, v, causal, scale)
+    low = ha.reference(q, k, v, causal, scale, dtype)[0]
+    err = np.abs(o.astype(np.float64) - ref).max()
+    assert err <= 2 * np.abs(low - ref).max() + 1e-3, err
+    fin = np.isfinite(ref_lse)
+    assert np.array_equal(np.isneginf(lse), ~fin)
+    if fin.any():
+        assert np.abs(lse[fin] - ref_lse[fin]).max() < 1e-4
+    assert (o[~fin.T] == 0).all()                              # rows that see no key give O = 0
+
+
+def test_interpreter_one_query_one_key():
+    q, k, v = _qkv((1, 1, 1, 64), (1, 1, 1, 64))
+    o, lse = ha.attention(q, k, v)
+    _check(o[0], lse[0], q[0], k[0], v[0], False)
+
+
+@pytest.mark.slow
+def test_interpreter_ragged_seqlens_and_gqa():
+    q, k, v = _qkv((1, 70, 2, 128), (1, 50, 1, 128), seed=1)
+    o, lse = ha.attention(q, k, v, scale=0.3)
+    _check(o[0], lse[0], q[0], k[0], v[0], False, scale=0.3)
+
+
+@pytest.mark.slow
+def test_interpreter_causal_rows_without_keys_bottom_right():
+    # seqlen_q > seqlen_k: the first 60 rows see no key (O = 0, LSE = -inf)
+    q, k, v = _qkv((1, 90, 1, 64), (1, 30, 1, 64), seed=2)
+    o, lse = ha.attention(q, k, v, causal=True)
+    assert np.isneginf(lse[0, 0, :60]).all() and np.isfinite(lse[0, 0, 60:]).all()
+    _check(o[0], lse[0], q[0], k[0], v[0], True)
+
+
+@pytest.mark.slow
+def test_interpreter_several_key_blocks_causal_bhsd_f16():
+    # three key blocks through the two-stage rings, a BHSD view (no copy), f16, inputs x10
+    rng = np.random.default_rng(3)
+    q = (rng.standard_normal((1, 1, 140, 128)) * 10).astype(np.float16).transpose(0, 2, 1, 3)
+    k = (rng.standard_normal((1, 1, 300, 128)) * 10).astype(np.float16).transpose(0, 2, 1, 3)
+    v = rng.standard_normal((1, 1, 300, 128)).astype(np.float16).transpose(0, 2, 1, 3)
+    o, lse = ha.attention(q, k, v, causal=True)
+    _check(o[0], lse[0], q[0], k[0], v[0], True, dtype=np.float16)
+
+
+@pytest.mark.slow
+def test_interpreter_varlen_d256():
+    lens_q, lens_k = [5, 0, 83], [17, 4, 90]
+    cu_q = np.cumsum([0] + lens_q).astype(np.int32)
+    cu_k = np.cumsum([0] + lens_k).astype(np.int32)
+    q, k, v = _qkv((cu_q[-1], 1, 256), (cu_k[-1], 1, 256), seed=4)
+    o, lse = ha.attention(q, k, v, causal=True, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k)
+    assert lse.shape == (1, cu_q[-1])
+    for i in range(3):
+        a, b, c, e = cu_q[i], cu_q[i + 1], cu_k[i], cu_k[i + 1]
+        if b > a:
+            _check(o[a:b], lse[:, a:b], q[a:b], k[c:e], v[c:e], True)
+
+
+def test_tile_configs():
+    assert ha.tile_config(128, False) == ha.TileConfig(176, 2, 2, pingpong=True)
+    assert ha.tile_config(64, True).bm == 192 and ha.tile_config(64, True).threads == 512
+    with pytest.raises(ValueError, match="pingpong takes two consumer warpgroups"):
+        ha.TileConfig(128, 2, 3, pingpong=True)
+
+
+@pytest.mark.slow
+def test_interpreter_persistent_ctas_walk_several_units():
+    # three work units (one per sequence) on two CTAs: CTA 0 takes units 0 and 2, reloading Q behind
+    # q_empty and carrying its K/V ring position; unit 1 has a key block, unit 2 none (LSE -inf, O = 0)
+    lens_q, lens_k = [5, 0, 20], [40, 3, 0]
+    cu_q = np.cumsum([0] + lens_q).astype(np.int32)
+    cu_k = np.cumsum([0] + lens_k).astype(np.int32)
+    q, k, v = _qkv((cu_q[-1], 1, 64), (cu_k[-1], 1, 64), seed=6)
+    grid, block, args, cx, o, lse, _ = ha.prepare(q, k, v, False, None, cu_q, cu_k, ctas=2)
+    assert grid == (2, 1, 1)
+    ha.interpreted()[grid, block](*args, *cx.values())
+    _check(o[0:5], lse[:, 0:5], q[0:5], k[0:40], v[0:40], False)
+    assert (o[5:] == 0).all() and np.isneginf(lse[:, 5:]).all()
+
+
+def test_launch_cache_keys_only_plain_device_calls():
+    q, k, v = _qkv((1, 8, 2, 64), (1, 8, 2, 64))
+    assert ha.launch_key(q, k, v, False, None) is None           # numpy: the interpreter, never cached
+    assert ha.launch_key(q, k, v, 1, None) is None               # arguments prepare() must judge
+    assert ha.launch_key(q, k, v, False, "x") is None
