@@ -522,7 +522,7 @@ UNIT_CASES = {
 CASES = {**GEMM_CASES, **TMA_CASES, **UNIT_CASES}
 
 #: TMA plans whose plain load and store cases the CPU run takes by default: every width, swizzle and axis
-#: once (the other 12 combinations run with ``-m slow`` and on the GPU)
+#: once (the other 15 combinations run with ``-m slow`` and on the GPU)
 TMA_DEFAULT = {(1, 32, 0), (2, 64, 1), (4, 128, 0)}
 
 #: cases kept out of the default CPU run: those that interpret for more than ~3 s on the 2-core CPU machine
