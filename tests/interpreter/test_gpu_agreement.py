@@ -266,7 +266,7 @@ TMA_PLANS = [tg.make_plan(*c, outer=min(p.outer, 40)) for c, p in zip(tg.COMBOS,
 
 
 def _full_bounds(plan, shape):
-    return tg._logical(plan, shape[-2], shape[-1], *((shape[0],) if len(shape) == 3 else ()))
+    return tg.logical_origin(plan, shape[-2], shape[-1], *((shape[0],) if len(shape) == 3 else ()))
 
 
 def tma_load_case(plan, rank=2, bounds=None, origins=None, per_cta=3, seed=0):
@@ -275,12 +275,12 @@ def tma_load_case(plan, rank=2, bounds=None, origins=None, per_cta=3, seed=0):
     rng = np.random.default_rng(zlib.crc32(repr(plan).encode()) + seed)
     R, C = tg.ragged_shape(plan)
     shape = (R, C) if rank == 2 else (tg.BATCH, R, C)
-    host = tg._fresh(rng, plan, shape)
+    host = tg.fresh_values(rng, plan, shape)
     if origins is None:
         origins = tg.load_origins(plan, R, C)
     n = int(np.prod(plan.shape))
-    arrays = {"out": tg._poisoned(plan, len(origins) * n), "err": np.zeros(1, np.int32), "src": host,
-              "origins": tg._origins_array(origins)}
+    arrays = {"out": tg.poisoned_array(plan, len(origins) * n), "err": np.zeros(1, np.int32), "src": host,
+              "origins": tg.origins_array(origins)}
     launch = Launch(tg.tma_load_tiles, (len(origins) // per_cta,), tg.BLOCK,
                     (Arr("out"), Arr("err"), Tma(plan, "src", bounds), Arr("origins"), per_cta))
 
@@ -301,9 +301,9 @@ def tma_store_case(plan, rank=2, bounds=None, origins=None, per_cta=3, seed=0):
     shape = (R, C) if rank == 2 else (tg.BATCH, R, C)
     if origins is None:
         origins = tg.store_origins(plan, R, C)
-    poisoned = tg._poisoned(plan, shape)
+    poisoned = tg.poisoned_array(plan, shape)
     logical, shared = tg.store_values(rng, plan, len(origins))
-    arrays = {"dst": poisoned, "vals": shared.reshape(-1), "origins": tg._origins_array(origins)}
+    arrays = {"dst": poisoned, "vals": shared.reshape(-1), "origins": tg.origins_array(origins)}
     launch = Launch(tg.tma_store_tiles, (len(origins) // per_cta,), tg.BLOCK,
                     (Tma(plan, "dst", bounds), Arr("vals"), Arr("origins"), per_cta))
 
@@ -320,24 +320,24 @@ def _bounded(plan, rank):
     """Bounds 7 rows and 3 columns short of the array (a column bound inside a 16-byte chunk), one matrix
     short in 3-D (test_tma_gpu's ``_bounds``), and origins straddling each bound."""
     R, C = tg.ragged_shape(plan)
-    bounds = tg._bounds(plan, R, C, None if rank == 2 else tg.BATCH)
+    bounds = tg.short_bounds(plan, R, C, None if rank == 2 else tg.BATCH)
     O, W, w16 = plan.outer, plan.inner, 16 // plan.elem_bytes
     rb = R - 7
     oi = [(rb - O + 2, 0), (0, W + w16), (rb - 4, 2 * W), (rb, W)]
     bs = [()] * 4 if rank == 2 else [(0,), (1,), (1,), (tg.BATCH - 1,)]
-    return bounds, [tg._logical(plan, a, b, *z) for (a, b), z in zip(oi, bs)]
+    return bounds, [tg.logical_origin(plan, a, b, *z) for (a, b), z in zip(oi, bs)]
 
 
 def _negative_origins(plan):
     O, W, w16 = plan.outer, plan.inner, 16 // plan.elem_bytes
-    return [tg._logical(plan, a, b) for a, b in [(-3, 0), (0, -w16), (-5, -w16), (-O, 0)]]
+    return [tg.logical_origin(plan, a, b) for a, b in [(-3, 0), (0, -w16), (-5, -w16), (-O, 0)]]
 
 
 def _3d_origins(plan, store):
     O, W = plan.outer, plan.inner
     pick = ([(0, 0, 0), (O, W, 1), (3 * O, 2 * W, 2), (0, 0, tg.BATCH)] if store else
             [(0, 0, 0), (O, W, 1), (2 * O + 8, 0, 2), (0, 0, tg.BATCH)])
-    return [tg._logical(plan, a, b, z) for a, b, z in pick]
+    return [tg.logical_origin(plan, a, b, z) for a, b, z in pick]
 
 
 def _plan_id(p):
@@ -373,7 +373,7 @@ def multicast_case():
     launch = Launch(mc.multicast_load, (2,), 128, (Arr("out"), Tma(mc.PLAN, "a")), cluster=(2, 1, 1))
 
     def check(out):
-        _, off = tg._box(mc.PLAN)
+        _, off = tg.box_offsets(mc.PLAN)
         flat = np.empty(off.size, np.float32)
         flat[off] = a.astype(np.float32).reshape(-1)            # the box in shared-memory order
         np.testing.assert_array_equal(out["out"], np.concatenate([flat[:128], flat[:128]]))
@@ -394,17 +394,17 @@ def wgmma_product_case(case, partitions=1, exact=True):
     w = sw // dt.itemsize
     rng = np.random.default_rng(zlib.crc32(repr(case).encode()) + partitions)
     if exact:
-        A, B = wgt._values(rng, (64, k), dt), wgt._values(rng, (n, k), dt)
+        A, B = wgt.representable_values(rng, (64, k), dt), wgt.representable_values(rng, (n, k), dt)
     else:
-        A = rng.standard_normal((64, k)).astype(wgt._np(dt)).astype(np.float64)
-        B = rng.standard_normal((n, k)).astype(wgt._np(dt)).astype(np.float64)
+        A = rng.standard_normal((64, k)).astype(wgt.np_dtype(dt)).astype(np.float64)
+        B = rng.standard_normal((n, k)).astype(wgt.np_dtype(dt)).astype(np.float64)
     if a_src == "REG":
-        arrays, a_arg = {"a": A.astype(wgt._np(dt))}, Arr("a")
+        arrays, a_arg = {"a": A.astype(wgt.np_dtype(dt))}, Arr("a")
     elif a_src == "MN":
-        arrays, a_arg = {"a": wgt._padded(A.T, (k, w), dt)}, Tma(a_tile, "a")
+        arrays, a_arg = {"a": wgt.nan_padded(A.T, (k, w), dt)}, Tma(a_tile, "a")
     else:
-        arrays, a_arg = {"a": wgt._padded(A, (64, w), dt)}, Tma(a_tile, "a")
-    arrays["b"] = (wgt._padded(B.T, (k, w * consts["B_BOXES"]), dt) if b_mn else wgt._padded(B, (n, w), dt))
+        arrays, a_arg = {"a": wgt.nan_padded(A, (64, w), dt)}, Tma(a_tile, "a")
+    arrays["b"] = (wgt.nan_padded(B.T, (k, w * consts["B_BOXES"]), dt) if b_mn else wgt.nan_padded(B, (n, w), dt))
     arrays["out"] = np.full((64, n), np.nan, np.float32)
     launch = Launch(wgt.wgmma_product, (1,), 128, (Arr("out"), a_arg, Tma(b_tile, "b")), tuple(consts.items()))
     ref = A @ B.T
@@ -462,9 +462,9 @@ def accumulator_epilogue_case(n, what):
     consts, (at, bt, vt) = wgt.epilogue_case(n, what)
     plan2 = consts["PLAN2"]
     rng = np.random.default_rng(1000 * n + len(what))
-    A = wgt._values(rng, (64, 64), T.bf16, ints=True)
-    B = wgt._values(rng, (n, 64), T.bf16, ints=True)
-    V = wgt._padded(wgt._values(rng, (plan2.n, plan2.k), plan2.dtype, ints=True) / 2, (plan2.n, 64), plan2.dtype)
+    A = wgt.representable_values(rng, (64, 64), T.bf16, ints=True)
+    B = wgt.representable_values(rng, (n, 64), T.bf16, ints=True)
+    V = wgt.nan_padded(wgt.representable_values(rng, (plan2.n, plan2.k), plan2.dtype, ints=True) / 2, (plan2.n, 64), plan2.dtype)
     red = consts["RED"]
     arrays = {"out_f": np.full((64, max(n, plan2.n)), np.nan, np.float32), "out_bf": np.full((64, n), np.nan, BF16),
               "out_h": np.full((64, n), np.nan, np.float16), "out_i": np.full((64, n), -(2 ** 31), np.int32),
@@ -488,7 +488,7 @@ def accumulator_epilogue_case(n, what):
             eq(bits(out["out_h"]), bits((S * 37 + 0.0625).astype(np.float16)))
             eq(out["out_i"], np.trunc(S * 0.5 - 0.25).astype(np.int32))
         else:
-            P = (S - S.max(axis=1, keepdims=True)).astype(wgt._np(plan2.dtype)).astype(np.float64)
+            P = (S - S.max(axis=1, keepdims=True)).astype(wgt.np_dtype(plan2.dtype)).astype(np.float64)
             eq(got[:64 * plan2.n].reshape(64, plan2.n), P @ V.astype(np.float64)[:, :plan2.k].T)
 
     return Case([launch], arrays, ("out_f", "out_bf", "out_h", "out_i", "out_red"), check)
