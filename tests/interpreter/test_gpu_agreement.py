@@ -15,10 +15,11 @@ arithmetic exact (small integers, so every product and every fp32 partial sum is
 of the same exact value on both sides), otherwise within the tolerance the case states.
 
 Without a GPU the interpreter side of each case is checked against a float64 / numpy reference
-(``test_interpreter_matches_the_reference``), so the file is useful on a CPU machine too; cases that
-interpret for more than about 3 s are marked ``slow`` there. On the GPU machine::
+(``test_interpreter_matches_the_reference``), so the file is useful on a CPU machine too; the cases that
+interpret for more than about 3 s and the TMA combinations beyond three that cover every width, swizzle
+and axis are marked ``slow`` there. On the GPU machine (``-s`` prints each case's times)::
 
-    PYTHONPATH=$PWD python -m pytest -q -m gpu tests/interpreter/test_gpu_agreement.py
+    PYTHONPATH=$PWD python -m pytest -q -m gpu tests/interpreter/test_gpu_agreement.py -rfEs --durations=15
 
 The raw-descriptor kernels of tests/hopper/test_hopper_gpu.py (a tensor map passed as a u64 device
 address) are not here: the interpreter reads TMA bindings, and a device copy of an encoded tensor map
@@ -30,7 +31,7 @@ import pathlib
 import sys
 import time
 import zlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from types import SimpleNamespace
 
@@ -90,7 +91,6 @@ class Case:
     outputs: tuple
     check: object
     agree: object = None
-    notes: dict = field(default_factory=dict)
 
 
 def bits(a):
@@ -166,13 +166,15 @@ def gemm_case(M, N, K, config, dtype=tylo.bf16, a_mn=False, b_mn=False, exact=Tr
     """C (M, N) = A (M, K) @ B (K, N) through ``hopper_gemm`` (and ``splitk_reduce`` for split-K), with the
     arguments ``hopper_gemm.prepare`` builds: K-major A is A row-major, MN-major A is A^T row-major (A
     column-major); K-major B is B^T row-major, MN-major B is B row-major; swap-AB computes C^T = B^T A^T.
-    One work unit per CTA (the grid ``prepare`` picks on a GPU of at least that many SMs)."""
+    One work unit per CTA (the grid ``prepare`` picks on a GPU of at least that many SMs), or ``ctas``
+    persistent CTAs walking the work units."""
     assert exact or config.split_k == 1, "the tolerance below is for C only"
     rng = np.random.default_rng(seed)
     np_dt = BF16 if dtype == tylo.bf16 else ml_dtypes.float8_e4m3fn
-    if exact:     # |A|, |B| <= 3 (2 for fp8): every partial sum an integer below 2^11
+    if exact:     # |A|, |B| <= 3 (2 for fp8), K <= 392: every partial sum an integer below 2^12
         bound = 3 if dtype == tylo.bf16 else 2
         A, B = exact_values(rng, (M, K), bound), exact_values(rng, (K, N), bound)
+        assert K * bound * bound < 2 ** 12
     else:
         A, B = rng.standard_normal((M, K)), rng.standard_normal((K, N))
     A, B = A.astype(np_dt), B.astype(np_dt)
