@@ -238,25 +238,25 @@ def gemm_case(M, N, K, config, dtype=tylo.bf16, a_mn=False, b_mn=False, exact=Tr
 GEMM_CASES = {
     # the default 128 x 256 tile (two consumers, TMA epilogue), ragged in M and N, 3 K steps (the last
     # partial) through a 2-stage ring (mbarrier phases wrap)
-    "gemm-default-128x256": lambda: gemm_case(120, 248, 136, hg.GemmConfig(stages=2)),
-    "gemm-default-random": lambda: gemm_case(120, 248, 136, hg.GemmConfig(stages=2), exact=False, seed=1),
+    "gemm-default-128x256": partial(gemm_case, 120, 248, 136, hg.GemmConfig(stages=2)),
+    "gemm-default-random": partial(gemm_case, 120, 248, 136, hg.GemmConfig(stages=2), exact=False, seed=1),
     # persistent: one CTA walks 2 x 2 tiles of the default size in grouped order, 2 K steps each
-    "gemm-default-persistent": lambda: gemm_case(200, 264, 72, hg.GemmConfig(stages=2), seed=7, ctas=1),
+    "gemm-default-persistent": partial(gemm_case, 200, 264, 72, hg.GemmConfig(stages=2), seed=7, ctas=1),
     # 64-row tiles, one consumer, 2 x 2 work units over 4 CTAs, TMA epilogue
-    "gemm-64-row": lambda: gemm_case(100, 120, 136, hg.GemmConfig(tn=64, consumers=1, stages=2), seed=2),
+    "gemm-64-row": partial(gemm_case, 100, 120, 136, hg.GemmConfig(tn=64, consumers=1, stages=2), seed=2),
     # swap-AB: C^T = B^T A^T stored from registers (a small M becomes the WGMMA's n)
-    "gemm-swap-ab": lambda: gemm_case(40, 136, 136, hg.GemmConfig(tn=64, consumers=1, stages=2, swap_ab=True,
-                                                                    direct=True), seed=3),
+    "gemm-swap-ab": partial(gemm_case, 40, 136, 136, hg.GemmConfig(tn=64, consumers=1, stages=2, swap_ab=True,
+                                                                     direct=True), seed=3),
     # split-K: 7 K steps (the last partial) cut into 3 ranges (3, 3, 1) of f32 planes, summed in order by
     # splitk_reduce
-    "gemm-split-k": lambda: gemm_case(72, 64, 392, hg.GemmConfig(tn=64, consumers=1, stages=2, split_k=3,
-                                                                   direct=True), seed=4),
+    "gemm-split-k": partial(gemm_case, 72, 64, 392, hg.GemmConfig(tn=64, consumers=1, stages=2, split_k=3,
+                                                                    direct=True), seed=4),
     # MN-major A and B (A column-major, B row-major): 64-wide boxes read with the transpose bits
-    "gemm-mn-major": lambda: gemm_case(72, 200, 136, hg.GemmConfig(tn=128, consumers=1, stages=2),
-                                       a_mn=True, b_mn=True, seed=5),
+    "gemm-mn-major": partial(gemm_case, 72, 200, 136, hg.GemmConfig(tn=128, consumers=1, stages=2),
+                             a_mn=True, b_mn=True, seed=5),
     # fp8 e4m3 (K-major): a 128-byte TMA row is 128 elements, two m64nNk32 groups per K step
-    "gemm-fp8-e4m3": lambda: gemm_case(100, 128, 256, hg.GemmConfig(tn=128, consumers=1, stages=2),
-                                       dtype=tylo.f8e4m3, seed=6),
+    "gemm-fp8-e4m3": partial(gemm_case, 100, 128, 256, hg.GemmConfig(tn=128, consumers=1, stages=2),
+                             dtype=tylo.f8e4m3, seed=6),
 }
 
 
@@ -611,3 +611,34 @@ def test_the_comparisons_catch_a_difference():
     off[1, 2] += 3 * 64 * 2.0 ** -23 * (np.abs(a[1, :64]) @ np.abs(b[2, :64]))     # 3 x the bound of 64 sums
     with pytest.raises(AssertionError, match="beyond"):
         product.agree("out", off, out)
+
+
+def _gemm_specialisations():
+    """(config, dtype, A MN-major, B MN-major) of each GEMM case, once each."""
+    out = {}
+    for name, case in GEMM_CASES.items():
+        kw = case.keywords
+        key = (case.args[3], kw.get("dtype", tylo.bf16), kw.get("a_mn", False), kw.get("b_mn", False))
+        if key[0].swap_ab:         # the kernel's operands are B^T and A^T
+            key = (key[0], key[1], key[3], key[2])
+        out.setdefault(key, name)
+    return {name: key for key, name in out.items()}
+
+
+@pytest.mark.parametrize("specialisation", [pytest.param(v, id=k) for k, v in _gemm_specialisations().items()])
+def test_the_interpreter_runs_the_ir_the_cubin_is_built_from(specialisation):
+    """The interpreting twin lowers the GEMM to the very IR that compiling it for sm_90a prints (the
+    specialisation ``hopper_gemm.spec`` describes): the interpret option changes the backend, not the
+    kernel."""
+    from tylo.ir import print_kernel
+    from tylo.specialization import ConstexprSpec
+
+    config, dtype, a_mn, b_mn = specialisation
+    records = hg.spec(config=config, dtype=dtype, a_mn=a_mn, b_mn=b_mn)
+    signature = [r for r in records if not isinstance(r, ConstexprSpec)]
+    names = [p.name for p in hg.hopper_gemm.params if p.constexpr]
+    constexprs = dict(zip(names, [r.value for r in records if isinstance(r, ConstexprSpec)]))
+    compiled = hg.hopper_gemm.compile(signature=signature, constexprs=constexprs, arch="sm_90a", block=config.threads)
+    lowered = interpreted(hg.hopper_gemm).lower(signature=signature, constexprs=constexprs, block=config.threads)
+    assert print_kernel(lowered) == compiled.ir
+    assert "nv.wgmma.mma_async" in compiled.ir and "wgmma.mma_async" in compiled.ptx
