@@ -36,6 +36,7 @@ import tylo.lang.mbarrier as mb
 import tylo.lang.tma as tma
 import tylo.lang.wgmma as wg
 from tylo import Layout
+from tylo.codegen.targets import resource_limits
 from tylo.lang.mma import zero_accumulator
 from tylo.runtime.arrays import array_fingerprint
 
@@ -285,7 +286,9 @@ AOT = [(hopper_gemm, [C_TILE, A_TILE, B_TILE, *_RUNTIME], {"STAGES": 4, "GROUP_M
         {"STAGES": 4, "GROUP_M": 8, "C_BUFS": 2, "DTYPE": tylo.f8e4m3}, THREADS)]
 
 
-SHARED_LIMIT = 232448          # bytes of dynamic shared memory one CTA may use on sm_90
+# static + dynamic shared memory of a CTA (nvJitLink reports 1024 static bytes for sm_90a kernels: the 1024
+# in GemmConfig.shared_bytes and max_stages)
+SHARED_LIMIT = resource_limits("sm_90a").shared_bytes_per_block
 MAX_STAGES = 8
 
 

@@ -32,7 +32,7 @@ import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .codegen.targets import TARGETS, resource_limits
+from .codegen.targets import resource_limits, target_for_capability
 from .ir.types import ScalarType
 from .runtime.arrays import array_extractor
 from .testing import do_bench
@@ -151,20 +151,6 @@ class Config:
         cx = " ".join(f"{k}={v!r}" for k, v in self.constexprs.items())
         block = "x".join(str(b) for b in self.block).removesuffix("x1").removesuffix("x1")
         return f"{cx} block={block}" + (f" cluster={'x'.join(map(str, self.cluster))}" if self.cluster else "")
-
-
-def target_for_capability(major: int, minor: int) -> str:
-    """The target a device of compute capability ``major.minor`` compiles for (the JIT's choice):
-    the exact SM with its arch-specific features (sm_90a), else the newest target of the same
-    major version below it, the portable one where both exist."""
-    sm = major * 10 + minor
-    same = [t for t in TARGETS.values() if t.sm == sm]
-    if same:
-        return max(same, key=lambda t: t.arch_specific).name
-    lower = [t for t in TARGETS.values() if t.sm // 10 == major and t.sm <= sm]
-    if not lower:
-        raise RuntimeError(f"tylo has no target for compute capability {major}.{minor}")
-    return max(lower, key=lambda t: (t.sm, not t.arch_specific)).name
 
 
 # ----------------------------------------------------------------- arguments

@@ -25,7 +25,7 @@ from ._version import source_digest
 from .cache import cache_key, default_cache
 from .cache.disk import ARTIFACT_FILES
 from .codegen.compile import Resources, toolchain_versions
-from .codegen.targets import get_target
+from .codegen.targets import get_target, resource_limits, target_for_capability
 from .ir import types as T
 from .ir.types import ConstexprMarker, PointerType, ScalarType
 from .specialization import BlobSpec, ConstexprSpec, IntSpec, PointerSpec, ScalarSpec, format_signature, parse_signature
@@ -117,17 +117,6 @@ def _ctype(t):
         "u64": ctypes.c_uint64, "f32": ctypes.c_float, "f64": ctypes.c_double, "f16": ctypes.c_uint16,
         "bf16": ctypes.c_uint16,
     }[t.name]
-
-
-def _arch_for(cc: tuple[int, int]) -> str:
-    major, minor = cc
-    table = {(8, 0): "sm_80", (8, 6): "sm_86", (8, 7): "sm_86", (8, 9): "sm_89", (9, 0): "sm_90a",
-             (10, 0): "sm_100a", (12, 0): "sm_120a"}
-    if (major, minor) in table:
-        return table[(major, minor)]
-    if major < 8:
-        raise RuntimeError(f"tylo needs compute capability 8.0 or newer; this GPU is {major}.{minor}")
-    return {8: "sm_80", 9: "sm_90", 10: "sm_100a", 12: "sm_120a"}.get(major, "sm_90")
 
 
 class _Bound:
@@ -455,7 +444,7 @@ class JITFunction:
         if self._arch is None:
             from .runtime import driver
 
-            self._arch = self.options.get("arch") or _arch_for(driver.compute_capability())
+            self._arch = self.options.get("arch") or target_for_capability(*driver.compute_capability())
         return self._arch
 
     def _compile_for(self, key, full, block):
@@ -683,15 +672,9 @@ def _compile_error_at(message, loc, internal=True):
     return CompileError(text, loc.filename, loc.lineno, loc.col, line)
 
 
-# Shared memory one block may use (static + dynamic, with the opt-in), per target: CUDA C
-# Programming Guide, "Technical Specifications per Compute Capability". (Belongs in the target
-# table of codegen/targets.py; kept here until that table grows the field.)
-_SHARED_LIMIT = {"sm_80": 163 * 1024, "sm_86": 99 * 1024, "sm_89": 99 * 1024, "sm_90": 227 * 1024,
-                 "sm_90a": 227 * 1024, "sm_100a": 227 * 1024, "sm_120a": 99 * 1024}
-
-
 def _shared_limit(arch: str) -> int:
-    return _SHARED_LIMIT.get(arch, 99 * 1024)
+    """Shared memory one block may use on ``arch`` (static as nvJitLink reports it + dynamic)."""
+    return resource_limits(arch).shared_bytes_per_block
 
 
 def _check_shared_arrays(kernel, arch):

@@ -1,33 +1,19 @@
-"""do_bench's CUDA-event path against a stand-in libcuda.so.1 (fake_libcuda_events.c) on a
+"""do_bench's CUDA-event path against a stand-in libcuda.so.1 (tests/fake_libcuda.c) on a
 machine without a GPU: symbol names and ctypes signatures of runtime/events.py (64-bit event and
 stream handles), the flush buffer's size and stream, events read only after synchronising, every
 event destroyed, and the statistics of the simulated kernel times."""
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(scope="module")
-def fake_driver(tmp_path_factory):
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        pytest.skip("needs a C compiler to build the stand-in libcuda")
-    d = tmp_path_factory.mktemp("fake_events_cuda")
-    subprocess.run([cc, "-shared", "-fPIC", "-O1", "-o", str(d / "libcuda.so.1"),
-                    str(Path(__file__).with_name("fake_libcuda_events.c"))], check=True, capture_output=True)
-    return str(d)
-
-
-def test_do_bench_through_the_driver_layer(fake_driver):
+def test_do_bench_through_the_driver_layer(fake_libcuda):
     env = dict(os.environ, PYTHONPATH=str(ROOT),
-               LD_LIBRARY_PATH=fake_driver + os.pathsep + os.environ.get("LD_LIBRARY_PATH", ""))
+               LD_LIBRARY_PATH=fake_libcuda + os.pathsep + os.environ.get("LD_LIBRARY_PATH", ""))
     code = textwrap.dedent("""
         import ctypes
         from tylo.runtime import events
@@ -71,14 +57,14 @@ def test_do_bench_through_the_driver_layer(fake_driver):
     assert r.returncode == 0 and "OK" in r.stdout, r.stdout + r.stderr
 
 
-def test_tuning_through_the_driver_layer_restores_and_zeroes(fake_driver, tmp_path):
+def test_tuning_through_the_driver_layer_restores_and_zeroes(fake_libcuda, tmp_path):
     """The whole tuning path with real events, flushes, copies and memsets of the stand-in driver
     (device memory is host memory there): the launches are Python stand-ins of the kernels that
     update the arrays and take simulated time. restore_value and reset_to_zero leave exactly one
     launch's effect; the cheaper config wins; the saved copies are freed."""
     env = dict(os.environ, PYTHONPATH=f"{ROOT}{os.pathsep}{ROOT / 'tests' / 'autotune'}",
                TYLO_CACHE_DIR=str(tmp_path / "cache"),
-               LD_LIBRARY_PATH=fake_driver + os.pathsep + os.environ.get("LD_LIBRARY_PATH", ""))
+               LD_LIBRARY_PATH=fake_libcuda + os.pathsep + os.environ.get("LD_LIBRARY_PATH", ""))
     code = textwrap.dedent("""
         import ctypes
         import numpy as np

@@ -1,7 +1,6 @@
 """`tylo info` compares the assemblers' CUDA versions with the driver's and says which to upgrade;
 a module load that fails because the toolchain is newer than the driver says so in its CudaError."""
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -13,7 +12,6 @@ from tylo.cli.info import toolchain_verdict
 from tylo.runtime.compat import cuda_version, load_failure_hint, toolchain_problems
 
 ROOT = Path(__file__).resolve().parents[2]
-FAKE_SRC = ROOT / "tests" / "runtime" / "fake_libcuda.c"
 
 
 def test_newer_major_than_the_driver_is_a_problem_naming_both_fixes():
@@ -58,12 +56,7 @@ def test_info_prints_the_verdict():
                                  or "upgrade the NVIDIA driver" in line), line
 
 
-def test_load_failure_from_a_newer_toolchain_says_what_to_do(tmp_path):
-    cc = shutil.which("cc") or shutil.which("gcc")
-    if cc is None:
-        pytest.skip("needs a C compiler to build the stand-in libcuda")
-    subprocess.run([cc, "-shared", "-fPIC", "-O1", "-o", str(tmp_path / "libcuda.so.1"), str(FAKE_SRC)],
-                   check=True, capture_output=True)
+def test_load_failure_from_a_newer_toolchain_says_what_to_do(fake_libcuda):
     code = textwrap.dedent("""
         from tylo.runtime import driver
         from tylo.runtime.errors import CudaError
@@ -76,7 +69,7 @@ def test_load_failure_from_a_newer_toolchain_says_what_to_do(tmp_path):
         print("OK")
     """)
     env = dict(os.environ, PYTHONPATH=str(ROOT),
-               LD_LIBRARY_PATH=str(tmp_path) + os.pathsep + os.environ.get("LD_LIBRARY_PATH", ""))
+               LD_LIBRARY_PATH=fake_libcuda + os.pathsep + os.environ.get("LD_LIBRARY_PATH", ""))
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
     assert "OK" in r.stdout, r.stdout + r.stderr
     assert "CAUGHT CUDA_ERROR_NO_BINARY_FOR_GPU | cuModuleLoadData failed: CUDA_ERROR_NO_BINARY_FOR_GPU" in r.stdout

@@ -171,6 +171,25 @@ def render(e: Ex) -> str:
     raise AssertionError(k)
 
 
+def render_if(ind, cond, body, elifs, orelse):
+    """``if cond:`` body, ``elif c:`` b for each rendered condition c of ``elifs``, ``else:`` orelse if any."""
+    pad = "    " * ind
+    out = [f"{pad}if {cond}:", *render_block(body, ind + 1)]
+    for c, b in elifs:
+        out += [f"{pad}elif {c}:", *render_block(b, ind + 1)]
+    if orelse:
+        out += [f"{pad}else:", *render_block(orelse, ind + 1)]
+    return out
+
+
+def render_counting_while(ind, name, start, limit, body, count_first):
+    """``name = start``, ``while name < limit:`` with ``name += 1`` before the body or after it (a
+    ``continue`` would then skip the count: the compile-time loop's body has no break or continue)."""
+    pad = "    " * ind
+    count, inner = [f"{pad}    {name} += 1"], render_block(body, ind + 1)
+    return [f"{pad}{name} = {start}", f"{pad}while {name} < {limit}:", *(count + inner if count_first else inner + count)]
+
+
 def render_block(stmts, ind):
     pad = "    " * ind
     out = []
@@ -188,21 +207,10 @@ def render_block(stmts, ind):
             out.append(f"{pad}{s.a[0]}[{s.a[1]}] = {render(s.a[2])}")
         elif k == "if":
             cond, body, elifs, orelse = s.a
-            out.append(f"{pad}if {render(cond)}:")
-            out += render_block(body, ind + 1)
-            for c, b in elifs:
-                out.append(f"{pad}elif {render(c)}:")
-                out += render_block(b, ind + 1)
-            if orelse:
-                out.append(f"{pad}else:")
-                out += render_block(orelse, ind + 1)
+            out += render_if(ind, render(cond), body, [(render(c), b) for c, b in elifs], orelse)
         elif k == "ctif":
             cond_text, _, body, orelse = s.a
-            out.append(f"{pad}if {cond_text}:")
-            out += render_block(body, ind + 1)
-            if orelse:
-                out.append(f"{pad}else:")
-                out += render_block(orelse, ind + 1)
+            out += render_if(ind, cond_text, body, [], orelse)
         elif k == "for":
             iv, start, stop, step, body = s.a
             args = [render(start), render(stop)] + ([str(step)] if step != 1 else [])
@@ -212,10 +220,7 @@ def render_block(stmts, ind):
             out += render_block(body, ind + 1)
         elif k == "while":
             w, limit, body = s.a
-            out.append(f"{pad}{w} = tylo.i32(0)")
-            out.append(f"{pad}while {w} < {render(limit)}:")
-            out.append(f"{pad}    {w} += 1")
-            out += render_block(body, ind + 1)
+            out += render_counting_while(ind, w, "tylo.i32(0)", render(limit), body, count_first=True)
         elif k == "sfor":
             name, values, style, body = s.a
             it = f"tylo.static_range({len(values)})" if style == "static_range" else repr(tuple(values))
@@ -223,10 +228,7 @@ def render_block(stmts, ind):
             out += render_block(body, ind + 1)
         elif k == "ctwhile":
             name, count, body = s.a
-            out.append(f"{pad}{name} = 0")
-            out.append(f"{pad}while {name} < {count}:")
-            out += render_block(body, ind + 1)
-            out.append(f"{pad}    {name} += 1")
+            out += render_counting_while(ind, name, "0", count, body, count_first=False)
         elif k in ("break", "continue", "return"):
             out.append(f"{pad}{k}")
         elif k == "retval":
@@ -941,6 +943,16 @@ class Evaluator:
         for s in stmts:
             self.stmt(s, env)
 
+    def iteration(self, body, env) -> bool:
+        """One pass of a loop body (``continue`` ends it early); False when it ``break``s out of the loop."""
+        try:
+            self.block(body, env)
+        except _Continue:
+            pass
+        except _Break:
+            return False
+        return True
+
     def stmt(self, s, env):
         self.tick()
         k = s.kind
@@ -994,11 +1006,7 @@ class Evaluator:
             hi = self.ev(stop, env)[1]
             for i in range(int(lo), int(hi), step):
                 env[iv] = ("i32", i)
-                try:
-                    self.block(body, env)
-                except _Continue:
-                    continue
-                except _Break:
+                if not self.iteration(body, env):
                     break
         elif k == "while":
             w, limit, body = s.a
@@ -1008,21 +1016,13 @@ class Evaluator:
                 if not binary_value("<", "i32", env[w][1], lt, lv)[1]:
                     break
                 env[w] = ("i32", wrap(env[w][1] + 1, "i32"))
-                try:
-                    self.block(body, env)
-                except _Continue:
-                    continue
-                except _Break:
+                if not self.iteration(body, env):
                     break
         elif k == "sfor":
             name, values, style, body = s.a
             for v in values:
                 env[name] = ("py", v)
-                try:
-                    self.block(body, env)
-                except _Continue:
-                    continue
-                except _Break:
+                if not self.iteration(body, env):
                     break
         elif k == "ctwhile":
             name, count, body = s.a

@@ -149,11 +149,11 @@ def _np_dtype(plan):
 
 
 def _poison_value(plan):
-    """NaN for floats; an integer outside the range _fresh draws from."""
+    """NaN for floats; an integer outside the range fresh_values draws from."""
     return {"u8": 255, "i8": -128}.get(plan.dtype.name, np.nan)
 
 
-def _fresh(rng, plan, shape):
+def fresh_values(rng, plan, shape):
     """Random nonzero values (never the poison)."""
     name = plan.dtype.name
     if name == "u8":
@@ -164,7 +164,7 @@ def _fresh(rng, plan, shape):
     return v.astype(_np_dtype(plan))
 
 
-def _poisoned(plan, shape):
+def poisoned_array(plan, shape):
     return np.full(shape, _poison_value(plan), dtype=_np_dtype(plan))
 
 
@@ -174,7 +174,7 @@ def _bits(a):
     return a.view(np.dtype(f"u{a.dtype.itemsize}"))
 
 
-def _box(plan):
+def box_offsets(plan):
     """Logical coordinates (2, N) of every box element and its shared-memory offset (N,)."""
     c = np.indices(plan.shape).reshape(2, -1)
     off = np.asarray(tma.shared_layout(plan)((c[0], c[1])), dtype=np.int64)
@@ -182,7 +182,7 @@ def _box(plan):
     return c, off
 
 
-def _logical(plan, outer, inner, *batch):
+def logical_origin(plan, outer, inner, *batch):
     """A logical origin (c0, c1[, batch]) from its outer and inner (array-column) coordinates."""
     return ((inner, outer) if plan.axis == 0 else (outer, inner)) + tuple(batch)
 
@@ -190,7 +190,7 @@ def _logical(plan, outer, inner, *batch):
 def _footprint(plan, origin, bounds):
     """The box at ``origin`` against ``bounds`` (logical extents): (in-bounds mask over the box in
     logical order, index tuple into the row-major array for the in-bounds elements)."""
-    c, _ = _box(plan)
+    c, _ = box_offsets(plan)
     g0, g1 = origin[0] + c[0], origin[1] + c[1]
     inb = (g0 >= 0) & (g0 < bounds[0]) & (g1 >= 0) & (g1 < bounds[1])
     if len(origin) == 3:
@@ -202,7 +202,7 @@ def _footprint(plan, origin, bounds):
     return inb, idx
 
 
-def _origins_array(origins):
+def origins_array(origins):
     a = np.zeros((len(origins), 3), np.int32)
     for i, o in enumerate(origins):
         a[i, :len(o)] = o
@@ -219,8 +219,8 @@ def run_loads(binding, origins, per_cta):
     plan = binding.plan
     n = int(np.prod(plan.shape))
     assert len(origins) % per_cta == 0
-    org = rt.to_device(_origins_array(origins))
-    out = rt.to_device(_poisoned(plan, len(origins) * n))
+    org = rt.to_device(origins_array(origins))
+    out = rt.to_device(poisoned_array(plan, len(origins) * n))
     err = rt.to_device(np.zeros(1, np.int32))
     tma_load_tiles[len(origins) // per_cta, BLOCK](out, err, binding, org, per_cta)
     got = out.to_host().reshape(len(origins), n)
@@ -232,7 +232,7 @@ def check_loads(binding, host, origins, got):
     """Box element at logical c lands at shared offset shared_layout(plan)(c): the array element, or 0
     where the element is outside binding.bounds."""
     plan = binding.plan
-    _, off = _box(plan)
+    _, off = box_offsets(plan)
     for j, o in enumerate(origins):
         inb, idx = _footprint(plan, o, binding.bounds)
         want = np.zeros(off.size, dtype=host.dtype)
@@ -242,8 +242,8 @@ def check_loads(binding, host, origins, got):
 
 def store_values(rng, plan, count):
     """(count, N) values in logical box order and the same in shared-memory order (what the kernel copies)."""
-    _, off = _box(plan)
-    logical = _fresh(rng, plan, (count, off.size))
+    _, off = box_offsets(plan)
+    logical = fresh_values(rng, plan, (count, off.size))
     shared = np.empty_like(logical)
     shared[:, off] = logical
     return logical, shared
@@ -252,7 +252,7 @@ def store_values(rng, plan, count):
 def run_stores(binding, shared_vals, origins, per_cta):
     import tylo.runtime as rt
     assert len(origins) % per_cta == 0
-    org = rt.to_device(_origins_array(origins))
+    org = rt.to_device(origins_array(origins))
     vals = rt.to_device(shared_vals.reshape(-1))
     tma_store_tiles[len(origins) // per_cta, BLOCK](binding, vals, org, per_cta)
     return org, vals
@@ -293,7 +293,7 @@ def load_origins(plan, R, C):
     edge, both (corner), starting exactly at either edge (all zeros)."""
     O, W, w16 = plan.outer, plan.inner, 16 // plan.elem_bytes
     oi = [(0, 0), (5, w16), (O, W), (2 * O + 8, 0), (O, 2 * W), (3 * O, W + w16), (3 * O, 2 * W), (R, 0), (0, C)]
-    return [_logical(plan, a, b) for a, b in oi]
+    return [logical_origin(plan, a, b) for a, b in oi]
 
 
 def store_origins(plan, R, C):
@@ -302,7 +302,7 @@ def store_origins(plan, R, C):
     O, W, w16 = plan.outer, plan.inner, 16 // plan.elem_bytes
     oi = [(0, 0), (0, W + w16), (O + 3, 0), (O, 2 * W), (2 * O + 3, W), (3 * O + 3, 0), (3 * O, 2 * W),
           (R, W), (O, C)]
-    return [_logical(plan, a, b) for a, b in oi]
+    return [logical_origin(plan, a, b) for a, b in oi]
 
 
 def ragged_shape(plan):
@@ -404,13 +404,13 @@ def test_tma_load(plan):
     import tylo.runtime as rt
     rng = np.random.default_rng(_seed(plan, 100))
     R, C = ragged_shape(plan)
-    host = _fresh(rng, plan, (R, C))
+    host = fresh_values(rng, plan, (R, C))
     x = rt.to_device(host)
     binding = tylo.prepare_tma(plan, x)
-    assert binding.rank == 2 and binding.bounds == _logical(plan, R, C)
+    assert binding.rank == 2 and binding.bounds == logical_origin(plan, R, C)
     origins = load_origins(plan, R, C)
     check_loads(binding, host, origins, run_loads(binding, origins, per_cta=3))
-    host2 = _fresh(rng, plan, (R, C))
+    host2 = fresh_values(rng, plan, (R, C))
     x.copy_from_host(host2)                       # same allocation, same descriptor, new contents
     check_loads(binding, host2, origins, run_loads(binding, origins, per_cta=3))
 
@@ -425,7 +425,7 @@ def test_tma_store(plan):
     import tylo.runtime as rt
     rng = np.random.default_rng(_seed(plan, 200))
     R, C = ragged_shape(plan)
-    poisoned = _poisoned(plan, (R, C))
+    poisoned = poisoned_array(plan, (R, C))
     y = rt.to_device(poisoned)
     binding = tylo.prepare_tma(plan, y)
     origins = store_origins(plan, R, C)
@@ -455,13 +455,13 @@ def test_tma_load_3d_batches(plan):
     import tylo.runtime as rt
     rng = np.random.default_rng(300 + FEW_PLANS.index(plan))
     R, C = ragged_shape(plan)
-    host = _fresh(rng, plan, (BATCH, R, C))
+    host = fresh_values(rng, plan, (BATCH, R, C))
     x = rt.to_device(host)
     binding = tylo.prepare_tma(plan, x)
-    assert binding.rank == 3 and binding.bounds == _logical(plan, R, C, BATCH)
+    assert binding.rank == 3 and binding.bounds == logical_origin(plan, R, C, BATCH)
     O, W = plan.outer, plan.inner
-    origins = [_logical(plan, 0, 0, 0), _logical(plan, O, W, 1), _logical(plan, 2 * O + 8, 0, 2),
-               _logical(plan, 3 * O, 2 * W, 1), _logical(plan, 0, 0, BATCH), _logical(plan, O, W, 2)]
+    origins = [logical_origin(plan, 0, 0, 0), logical_origin(plan, O, W, 1), logical_origin(plan, 2 * O + 8, 0, 2),
+               logical_origin(plan, 3 * O, 2 * W, 1), logical_origin(plan, 0, 0, BATCH), logical_origin(plan, O, W, 2)]
     check_loads(binding, host, origins, run_loads(binding, origins, per_cta=2))
 
 
@@ -473,12 +473,12 @@ def test_tma_store_3d_batches(plan):
     import tylo.runtime as rt
     rng = np.random.default_rng(400 + FEW_PLANS.index(plan))
     R, C = ragged_shape(plan)
-    poisoned = _poisoned(plan, (BATCH, R, C))
+    poisoned = poisoned_array(plan, (BATCH, R, C))
     y = rt.to_device(poisoned)
     binding = tylo.prepare_tma(plan, y)
     O, W = plan.outer, plan.inner
-    origins = [_logical(plan, 0, 0, 0), _logical(plan, 0, 0, 1), _logical(plan, O, W, 1),
-               _logical(plan, 3 * O, 2 * W, 2), _logical(plan, O + 3, 0, 2), _logical(plan, 0, 0, BATCH)]
+    origins = [logical_origin(plan, 0, 0, 0), logical_origin(plan, 0, 0, 1), logical_origin(plan, O, W, 1),
+               logical_origin(plan, 3 * O, 2 * W, 2), logical_origin(plan, O + 3, 0, 2), logical_origin(plan, 0, 0, BATCH)]
     logical, shared = store_values(rng, plan, len(origins))
     keep = run_stores(binding, shared, origins, per_cta=2)
     want, written = expected_after_stores(binding, poisoned, logical, origins)
@@ -489,9 +489,9 @@ def test_tma_store_3d_batches(plan):
 
 # -- GPU: bounds smaller than the array (padded data) --------------------------------------------------------
 
-def _bounds(plan, R, C, batch=None):
+def short_bounds(plan, R, C, batch=None):
     """Logical bounds: 7 rows short, 3 columns short (not a 16-byte multiple), one matrix short."""
-    return _logical(plan, R - 7, C - 3, *(() if batch is None else (batch - 1,)))
+    return logical_origin(plan, R - 7, C - 3, *(() if batch is None else (batch - 1,)))
 
 
 @pytest.mark.gpu
@@ -504,9 +504,9 @@ def test_tma_load_clips_at_bounds(plan, rank):
     rng = np.random.default_rng(500 + FEW_PLANS.index(plan) + 10 * rank)
     R, C = ragged_shape(plan)
     shape = (R, C) if rank == 2 else (BATCH, R, C)
-    host = _fresh(rng, plan, shape)
+    host = fresh_values(rng, plan, shape)
     x = rt.to_device(host)
-    bounds = _bounds(plan, R, C, None if rank == 2 else BATCH)
+    bounds = short_bounds(plan, R, C, None if rank == 2 else BATCH)
     binding = tylo.prepare_tma(plan, x, bounds=bounds)
     assert binding.bounds == bounds and binding.rank == rank
     O, W, w16 = plan.outer, plan.inner, 16 // plan.elem_bytes
@@ -515,12 +515,12 @@ def test_tma_load_clips_at_bounds(plan, rank):
     # the row bound (7 of its rows exist in the array); last: past the batch bound (3-D) / the column bound
     oi = [(0, 0), (rb - O + 2, 0), (0, W + w16), (rb - 4, 2 * W), (rb, 0), (2 * O, W + w16)]
     bs = [()] * 6 if rank == 2 else [(0,), (1,), (0,), (1,), (0,), (BATCH - 1,)]
-    origins = [_logical(plan, a, b, *z) for (a, b), z in zip(oi, bs)]
+    origins = [logical_origin(plan, a, b, *z) for (a, b), z in zip(oi, bs)]
     got = run_loads(binding, origins, per_cta=3)
     check_loads(binding, host, origins, got)
     # the elements between the bounds and the array's edge exist and are nonzero, yet load as zeros
-    _, off = _box(plan)
-    inb_array, _ = _footprint(plan, origins[1], _logical(plan, R, C, BATCH))
+    _, off = box_offsets(plan)
+    inb_array, _ = _footprint(plan, origins[1], logical_origin(plan, R, C, BATCH))
     inb_bounds, _ = _footprint(plan, origins[1], bounds)
     padded = inb_array & ~inb_bounds
     assert padded.any() and not _bits(got[1][off[padded]]).any()
@@ -537,20 +537,20 @@ def test_tma_store_clips_at_bounds(plan, rank):
     rng = np.random.default_rng(600 + FEW_PLANS.index(plan) + 10 * rank)
     R, C = ragged_shape(plan)
     shape = (R, C) if rank == 2 else (BATCH, R, C)
-    poisoned = _poisoned(plan, shape)
+    poisoned = poisoned_array(plan, shape)
     y = rt.to_device(poisoned)
-    bounds = _bounds(plan, R, C, None if rank == 2 else BATCH)
+    bounds = short_bounds(plan, R, C, None if rank == 2 else BATCH)
     binding = tylo.prepare_tma(plan, y, bounds=bounds)
     O, W, w16 = plan.outer, plan.inner, 16 // plan.elem_bytes
     rb, cb = R - 7, C - 3                   # the bounds in (outer, inner) terms
     # straddling the row bound, the column bound, both (the corner); wholly past the row bound
     oi = [(rb - O + 2, 0), (0, W + w16), (rb - 4, 2 * W), (rb, W)]
     bs = [()] * 4 if rank == 2 else [(0,), (1,), (1,), (0,)]
-    origins = [_logical(plan, a, b, *z) for (a, b), z in zip(oi, bs)]
+    origins = [logical_origin(plan, a, b, *z) for (a, b), z in zip(oi, bs)]
     if rank == 3:
-        origins += [_logical(plan, 0, 0, BATCH - 1), _logical(plan, O, 0, 2)]   # past the batch bound
+        origins += [logical_origin(plan, 0, 0, BATCH - 1), logical_origin(plan, O, 0, 2)]   # past the batch bound
     else:
-        origins += [_logical(plan, O, 0), _logical(plan, rb, 0)]
+        origins += [logical_origin(plan, O, 0), logical_origin(plan, rb, 0)]
     logical, shared = store_values(rng, plan, len(origins))
     keep = run_stores(binding, shared, origins, per_cta=len(origins) // 2)
     want, written = expected_after_stores(binding, poisoned, logical, origins)
@@ -580,9 +580,9 @@ def test_tma_negative_origins(plan):
     rng = np.random.default_rng(700 + FEW_PLANS.index(plan))
     R, C = ragged_shape(plan)
     O, W, w16 = plan.outer, plan.inner, 16 // plan.elem_bytes
-    host = _fresh(rng, plan, (R, C))
+    host = fresh_values(rng, plan, (R, C))
     binding = tylo.prepare_tma(plan, rt.to_device(host))
-    origins = [_logical(plan, a, b) for a, b in [(-3, 0), (0, -w16), (-5, -w16), (-O, 0), (0, -W), (O, W)]]
+    origins = [logical_origin(plan, a, b) for a, b in [(-3, 0), (0, -w16), (-5, -w16), (-O, 0), (0, -W), (O, W)]]
     check_loads(binding, host, origins, run_loads(binding, origins, per_cta=2))
 
 
@@ -598,13 +598,13 @@ def test_repeated_launches_capture_each_binding():
     rng = np.random.default_rng(800)
     p1, p2 = make_plan(2, 128, 1, 32), make_plan(4, 64, 0, 16)
     R, C = ragged_shape(p1)
-    a_host, b_host = _fresh(rng, p1, (R, C)), _fresh(rng, p1, (R, C))
+    a_host, b_host = fresh_values(rng, p1, (R, C)), fresh_values(rng, p1, (R, C))
     a, b = rt.to_device(a_host), rt.to_device(b_host)
     R2, C2 = ragged_shape(p2)
-    c_host = _fresh(rng, p2, (R2, C2))
+    c_host = fresh_values(rng, p2, (R2, C2))
     c = rt.to_device(c_host)
     bindings = [(tylo.prepare_tma(p1, a), a_host), (tylo.prepare_tma(p2, c), c_host),
-                (tylo.prepare_tma(p1, b, bounds=_logical(p1, R - 9, C - 5)), b_host)]
+                (tylo.prepare_tma(p1, b, bounds=logical_origin(p1, R - 9, C - 5)), b_host)]
     pending = []                  # every argument is allocated and filled before the first launch
     for i in range(12):
         binding, host = bindings[i % 3]
@@ -612,8 +612,8 @@ def test_repeated_launches_capture_each_binding():
         Rb, Cb = ragged_shape(plan)
         origins = load_origins(plan, Rb, Cb)[i % 5: i % 5 + 4]
         n = int(np.prod(plan.shape))
-        org = rt.to_device(_origins_array(origins))
-        out = rt.to_device(_poisoned(plan, len(origins) * n))
+        org = rt.to_device(origins_array(origins))
+        out = rt.to_device(poisoned_array(plan, len(origins) * n))
         err = rt.to_device(np.zeros(1, np.int32))
         pending.append((binding, host, origins, out, err, org))
     for binding, _, _, out, err, org in pending:     # queued back to back on the default stream
@@ -636,17 +636,17 @@ def test_descriptor_reuse_after_the_data_changes(rank):
     R, C = ragged_shape(plan)
     shape = (R, C) if rank == 2 else (BATCH, R, C)
     batch = () if rank == 2 else (1,)
-    x = rt.to_device(_fresh(rng, plan, shape))
+    x = rt.to_device(fresh_values(rng, plan, shape))
     src = tylo.prepare_tma(plan, x)
-    poisoned = _poisoned(plan, shape)
+    poisoned = poisoned_array(plan, shape)
     y = rt.to_device(poisoned)
     dst = tylo.prepare_tma(plan, y)
     descriptors = (src.descriptor, dst.descriptor)
-    load_at = [_logical(plan, a, b, *batch) for a, b in [(0, 0), (3 * plan.outer, 2 * plan.inner)]]
-    store_at = [_logical(plan, a, b, *batch) for a, b in [(plan.outer, 0), (3 * plan.outer, 2 * plan.inner)]]
+    load_at = [logical_origin(plan, a, b, *batch) for a, b in [(0, 0), (3 * plan.outer, 2 * plan.inner)]]
+    store_at = [logical_origin(plan, a, b, *batch) for a, b in [(plan.outer, 0), (3 * plan.outer, 2 * plan.inner)]]
     previous = None
     for _ in range(3):
-        host = _fresh(rng, plan, shape)
+        host = fresh_values(rng, plan, shape)
         x.copy_from_host(host)
         got = run_loads(src, load_at, per_cta=1)
         check_loads(src, host, load_at, got)

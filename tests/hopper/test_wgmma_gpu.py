@@ -180,12 +180,12 @@ def accumulator_epilogue(out_f, out_bf, out_h, out_i, out_red, a_map, b_map, v_m
 # ----------------------------------------------------------------------------- host side
 
 
-def _np(dtype):
+def np_dtype(dtype):
     from tylo.runtime import numpy_dtype
     return numpy_dtype(dtype.name)
 
 
-def _values(rng, shape, dtype, ints=False):
+def representable_values(rng, shape, dtype, ints=False):
     """Exactly representable values: halves in [-4, 4] for 16-bit types (integers with ``ints``),
     integers in [-2, 2] for fp8. Sums of 64 products need at most 12 significant bits (9 for fp8),
     far inside what any accumulator keeps exactly, even one that aligns and truncates products."""
@@ -196,15 +196,15 @@ def _values(rng, shape, dtype, ints=False):
         bound = 4 if dtype.itemsize == 2 else 2
         x = rng.integers(-bound, bound + 1, size=shape).astype(np.float64)
         x.flat[0] = 2.0
-    assert np.array_equal(x.astype(_np(dtype)).astype(np.float64), x)
+    assert np.array_equal(x.astype(np_dtype(dtype)).astype(np.float64), x)
     return x
 
 
-def _padded(x, shape, dtype):
+def nan_padded(x, shape, dtype):
     """``x`` in the top-left corner of a NaN array of ``shape``, in the storage dtype."""
     buf = np.full(shape, np.nan, dtype=np.float64)
     buf[:x.shape[0], :x.shape[1]] = x
-    return buf.astype(_np(dtype))
+    return buf.astype(np_dtype(dtype))
 
 
 def product_case(dtype_name, n, k, a_src, b_mn, sw=128):
@@ -280,19 +280,19 @@ def _run_product(case, consts, seed):
     _, a_tile, b_tile, _ = product_case(*case)
     w = sw // dt.itemsize
     rng = np.random.default_rng(seed)
-    A = _values(rng, (64, k), dt)
-    B = _values(rng, (n, k), dt)
+    A = representable_values(rng, (64, k), dt)
+    B = representable_values(rng, (n, k), dt)
     if a_src == "REG":
-        a_arg = rt.to_device(A.astype(_np(dt)))                                   # (64, k) row-major
+        a_arg = rt.to_device(A.astype(np_dtype(dt)))                                   # (64, k) row-major
     elif a_src == "MN":
-        a_arg = tylo.prepare_tma(a_tile, rt.to_device(_padded(A.T, (k, w), dt)))  # (k, 64): M contiguous
+        a_arg = tylo.prepare_tma(a_tile, rt.to_device(nan_padded(A.T, (k, w), dt)))  # (k, 64): M contiguous
     else:
-        a_arg = tylo.prepare_tma(a_tile, rt.to_device(_padded(A, (64, w), dt)))   # (64, w): NaN past K
+        a_arg = tylo.prepare_tma(a_tile, rt.to_device(nan_padded(A, (64, w), dt)))   # (64, w): NaN past K
     if b_mn:
         wide = w * consts["B_BOXES"]
-        b_arg = tylo.prepare_tma(b_tile, rt.to_device(_padded(B.T, (k, wide), dt)))  # (k, boxes * w): NaN past N
+        b_arg = tylo.prepare_tma(b_tile, rt.to_device(nan_padded(B.T, (k, wide), dt)))  # (k, boxes * w): NaN past N
     else:
-        b_arg = tylo.prepare_tma(b_tile, rt.to_device(_padded(B, (n, w), dt)))    # (n, w): NaN past K
+        b_arg = tylo.prepare_tma(b_tile, rt.to_device(nan_padded(B, (n, w), dt)))    # (n, w): NaN past K
     out = rt.to_device(np.full((64, n), np.nan, dtype=np.float32))
     wgmma_product[1, 128](out, a_arg, b_arg, **consts)
     ref = A @ B.T
@@ -366,10 +366,10 @@ def test_accumulator_fragment_epilogue(n, what):
     consts, (at, bt, vt) = epilogue_case(n, what)
     plan, plan2 = consts["PLAN"], consts["PLAN2"]
     rng = np.random.default_rng(1000 * n + len(what))
-    A = _values(rng, (64, 64), T.bf16, ints=True)             # integers in [-4, 4]: S, S*S exact
-    B = _values(rng, (n, 64), T.bf16, ints=True)
+    A = representable_values(rng, (64, 64), T.bf16, ints=True)             # integers in [-4, 4]: S, S*S exact
+    B = representable_values(rng, (n, 64), T.bf16, ints=True)
     bf = ml_dtypes.bfloat16
-    V = _padded(_values(rng, (plan2.n, plan2.k), plan2.dtype, ints=True) / 2, (plan2.n, 64), plan2.dtype)
+    V = nan_padded(representable_values(rng, (plan2.n, plan2.k), plan2.dtype, ints=True) / 2, (plan2.n, 64), plan2.dtype)
     red = consts["RED"]
     out_f = rt.to_device(np.full((64, max(n, plan2.n)), np.nan, dtype=np.float32))
     out_bf = rt.to_device(np.full((64, n), np.nan, dtype=bf))
@@ -401,7 +401,7 @@ def test_accumulator_fragment_epilogue(n, what):
         eq(out_h.to_host().view(np.uint16), (S * 37 + 0.0625).astype(np.float16).view(np.uint16))
         eq(out_i.to_host(), np.trunc(S * 0.5 - 0.25).astype(np.int32))                  # toward zero
     else:
-        P = (S - mx).astype(_np(plan2.dtype)).astype(np.float64)                        # rounded like cvt.rn
+        P = (S - mx).astype(np_dtype(plan2.dtype)).astype(np.float64)                        # rounded like cvt.rn
         Vk = V.astype(np.float64)[:, :plan2.k]
         eq(got[:64 * plan2.n].reshape(64, plan2.n), P @ Vk.T)
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Target", "TARGETS", "get_target", "ResourceLimits", "resource_limits"]
+__all__ = ["Target", "TARGETS", "get_target", "target_for_capability", "ResourceLimits", "resource_limits"]
 
 
 @dataclass(frozen=True)
@@ -42,14 +42,30 @@ def get_target(name: str) -> Target:
         raise ValueError(f"unknown target {name!r}; supported: {', '.join(TARGETS)}") from None
 
 
+def target_for_capability(major: int, minor: int) -> str:
+    """The target a device of compute capability ``major.minor`` compiles for (the JIT's and the
+    autotuner's choice): the exact SM with its arch-specific features (sm_90a), else the newest
+    target of the same major version below it, the portable one where both exist."""
+    sm = major * 10 + minor
+    same = [t for t in TARGETS.values() if t.sm == sm]
+    if same:
+        return max(same, key=lambda t: t.arch_specific).name
+    lower = [t for t in TARGETS.values() if t.sm // 10 == major and t.sm <= sm]
+    if not lower:
+        raise RuntimeError(f"tylo has no target for compute capability {major}.{minor}: it compiles for "
+                           f"{', '.join(TARGETS)} (compute capability 8.0 or newer)")
+    return max(lower, key=lambda t: (t.sm, not t.arch_specific)).name
+
+
 @dataclass(frozen=True)
 class ResourceLimits:
     """What one thread block may use on a target (CUDA C++ Programming Guide, table of technical
     specifications per compute capability); the autotuner prunes configurations against it."""
 
-    shared_bytes_per_block: int            # opt-in maximum, static + dynamic
+    shared_bytes_per_block: int            # opt-in maximum, static + dynamic (cudaDevAttrMaxSharedMemoryPerBlockOptin)
     reserved_shared_bytes: int = 1024      # the driver's own per block (sm_80+), outside that maximum;
-                                           # ptxas reports it as the static shared memory of a kernel
+                                           # nvJitLink reports 1024 static bytes for every sm_90a kernel
+                                           # (0 for sm_80, sm_100a), taken to be this reserve
     registers_per_block: int = 65536       # 32-bit registers; also the register file of one SM
     register_allocation_unit: int = 256    # registers are allocated per warp in units of this many
     threads_per_block: int = 1024

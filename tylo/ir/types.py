@@ -12,7 +12,7 @@ __all__ = [
     "Type", "ScalarType", "PointerType", "ParamBlobType", "Ptr", "constexpr", "ConstexprMarker",
     "bool_", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64",
     "f16", "bf16", "f32", "f64", "f8e4m3", "f8e5m2",
-    "SCALAR_TYPES", "scalar_type", "parse_type", "promote", "int_type_for",
+    "SCALAR_TYPES", "scalar_type", "promote", "int_type_for",
 ]
 
 
@@ -148,16 +148,6 @@ class ConstexprMarker:
 
 
 constexpr = ConstexprMarker()
-
-
-def parse_type(text: str) -> Type:
-    """Parse a signature entry: ``f32``, ``i32``, ``*bf16`` (global pointer)."""
-    text = text.strip()
-    if text.startswith("*"):
-        elem = text[1:].strip()
-        elem = elem.split(":")[0]  # '*f32:16' carries an alignment hint
-        return PointerType(scalar_type(elem), "global")
-    return scalar_type(text.split(":")[0])
 
 
 def int_type_for(value: int) -> ScalarType:
