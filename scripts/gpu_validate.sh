@@ -7,7 +7,7 @@ OUT=${OUT:-gpu-out}
 mkdir -p "$OUT"
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 PATH=$PATH:/usr/local/cuda/bin
 export TYLO_CACHE_DIR=${TYLO_CACHE_DIR:-/tmp/tylo-validate-cache}
-GPU_TESTS="tests/gpu tests/hopper tests/test_launch_errors.py"
+GPU_TESTS=${GPU_TESTS:-"tests/gpu tests/hopper tests/test_launch_errors.py"}
 
 run_step() {
   local name=$1; shift
@@ -27,6 +27,10 @@ sanitize() {   # compute-sanitizer --tool $1 over the GPU tests (pytest in one p
 for step in "$@"; do
   case $step in
     info) run_step info bash -c 'git log --oneline -1; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv; which ptxas && ptxas --version | tail -1; python -c "import torch, triton; print(torch.__version__, triton.__version__)"' ;;
+    native) run_step native bash -c 'python scripts/build_native.py && python -m tylo info | grep -i native' ;;
+    attention) run_step attention python benchmarks/attention.py --rounds ${ROUNDS:-3} --json "$OUT/attention.json" \
+             --plot-dir "$OUT" ;;
+    overhead) run_step overhead python benchmarks/jit_overhead.py ;;
     tests) run_step tests python -m pytest tests -m gpu -q -p no:cacheprovider -rfEs ${TESTS_K:+-k "$TESTS_K"} ;;
     examples) run_step examples python examples/run_examples.py ;;
     bench) run_step bench python benchmarks/gemm.py --kernel hopper --layouts rr \

@@ -13,6 +13,7 @@ import os
 
 import numpy as np
 
+from . import knobs
 from .ir import types as T
 from .ir.types import PointerType
 from .specialization import BlobSpec, ConstexprSpec, IntSpec, PointerSpec, ScalarSpec
@@ -66,14 +67,16 @@ def interpret_launch(fn, grid, block, cluster, args, kwargs) -> None:
             record, value = _argument(fn.__name__, p, v)
             spec.append(record)
             values.append(value)
-    key = (tuple(block), tuple(spec))
+    debug = knobs.debug_enabled(fn.options.get("debug"))      # device asserts, as in the GPU build
+    key = (tuple(block), tuple(spec), debug)
     cache = fn.__dict__.setdefault("_interpreted", {})
     kernel = cache.get(key)
     if kernel is None:
         arch = fn.options.get("arch") or "sm_90a"
         params = [(p.name, ("constexpr", s.value) if isinstance(s, ConstexprSpec) else s.binding())
                   for p, s in zip(fn.params, spec)]
-        kernel = cache[key] = run_passes(generate_kernel(fn.fn, fn.fn.__name__, params, arch, tuple(block)))
+        kernel = cache[key] = run_passes(generate_kernel(fn.fn, fn.fn.__name__, params, arch, tuple(block),
+                                                              debug=debug))
     seed = int(os.environ.get("TYLO_INTERPRET_SEED", "0"))
     hazards = os.environ.get("TYLO_INTERPRET_HAZARDS", "1") != "0"
     run(kernel, values, grid, block, cluster or (1, 1, 1), seed=seed, hazards=hazards)

@@ -101,6 +101,18 @@ def test_interpreter_names_file_line_and_message():
         run(ir, [np.ones(4, np.float32), out, 3], block=(4, 1, 1))
 
 
+def test_interpreted_launch_keeps_debug_asserts():
+    """``jit(interpret=True, debug=True)`` interprets the kernel as the debug GPU build is compiled: with its
+    asserts (they were dropped before); without ``debug`` the same launch runs through."""
+    x = np.array([1.0, 2.0, -3.0, 4.0], np.float32)
+    with pytest.raises(InterpreterError, match=rf":{marker_line('assert')}: device assertion failed: x must be "
+                                               r"positive"):
+        tylo.jit(interpret=True, debug=True)(checked)[1, 4](x, np.zeros(4, np.float32), 4)
+    out = np.full(4, np.nan, np.float32)
+    tylo.jit(interpret=True, debug=False)(checked)[1, 4](x, out, 4)
+    assert not np.isnan(out).any()
+
+
 def test_compile_time_conditions_are_checked_at_compile_time():
     @tylo.jit(debug=True)
     def fine(out, n: tylo.constexpr):
