@@ -1,4 +1,5 @@
-"""Host-side argument handling shared by the attention examples (Blackwell now, Hopper later).
+"""Host-side argument handling shared by the attention examples (Hopper and Blackwell), and the
+float64 ``reference`` both check against.
 
 ``check_attention_args(q, k, v, ...)`` validates the arguments of
 
@@ -28,11 +29,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
+
 SUPPORTED_HEAD_DIMS = (64, 128, 256)
 SUPPORTED_DTYPES = ("bfloat16", "float16")
 
-__all__ = ["AttentionProblem", "check_attention_args", "dtype_name", "element_strides", "SUPPORTED_HEAD_DIMS",
-           "SUPPORTED_DTYPES"]
+__all__ = ["AttentionProblem", "check_attention_args", "dtype_name", "element_strides", "reference",
+           "SUPPORTED_HEAD_DIMS", "SUPPORTED_DTYPES"]
 
 
 @dataclass(frozen=True)
@@ -191,3 +194,28 @@ def check_attention_args(q, k, v, causal=False, scale=None, cu_seqlens_q=None, c
         scale=float(scale), varlen=varlen, seqlens_q=lens_q, seqlens_k=lens_k, offsets_q=off_q, offsets_k=off_k,
         max_seqlen_q=_max_seqlen(max_seqlen_q, lens_q, "max_seqlen_q"),
         max_seqlen_k=_max_seqlen(max_seqlen_k, lens_k, "max_seqlen_k"))
+
+
+def reference(q, k, v, causal, scale, dtype=np.float64):
+    """Attention of one sequence (seq, heads, d) in float64, or with P and O rounded to ``dtype`` (the
+    FlashAttention-3 test's low-precision reference). Returns ``(o, lse)``."""
+    sq, sk = q.shape[0], k.shape[0]
+    group = q.shape[1] // k.shape[1]
+    kk = np.repeat(k.astype(np.float64), group, axis=1)
+    vv = np.repeat(v.astype(np.float64), group, axis=1)
+    s = np.einsum("qhd,khd->hqk", q.astype(np.float64), kk) * scale
+    if causal:
+        allowed = np.arange(sk)[None, :] <= np.arange(sq)[:, None] + sk - sq
+        s = np.where(allowed[None], s, -np.inf)
+    mx = s.max(-1, keepdims=True) if sk else np.full(s.shape[:-1] + (1,), -np.inf)
+    mx = np.where(np.isfinite(mx), mx, 0.0)
+    p = np.exp(s - mx)
+    ls = p.sum(-1, keepdims=True)
+    lse = np.where(ls[..., 0] > 0, np.log(np.where(ls > 0, ls, 1.0))[..., 0] + mx[..., 0], -np.inf)
+    p = p / np.where(ls > 0, ls, 1.0)
+    if dtype is not np.float64:
+        p = p.astype(dtype).astype(np.float64)
+    o = np.einsum("hqk,khd->qhd", p, vv)
+    if dtype is not np.float64:
+        o = o.astype(dtype).astype(np.float64)
+    return o, lse
