@@ -201,6 +201,12 @@ MUTANTS = [
     ("nv.tcgen05.commit", 0, "s_full: softmax reads S before the MMAs wrote it"),
     ("nv.mbarrier.wait", 3, "p_full: P V issued before P is in TMEM"),
     ("nv.tcgen05.wait_st", 0, "the P V MMA reads P stored without wait::st"),
+    ("nv.tcgen05.wait_ld", 0, "S used before tcgen05.wait::ld"),
+    ("nv.tcgen05.fence_before", 1, "the last reads of O not fenced before the barrier that precedes dealloc"),
+    ("nv.tcgen05.fence_before", 2, "P stored, not fenced before the p_full arrive"),
+    ("nv.tcgen05.fence_after", 2, "the P V MMA issued after the p_full wait without fence::after_thread_sync"),
+    ("nv.tcgen05.fence_after", 3, "S read after the s_full wait without fence::after_thread_sync"),
+    ("nv.tcgen05.fence_after", 4, "O read after the o_full wait without fence::after_thread_sync"),
 ]
 
 
