@@ -95,10 +95,13 @@ def _mma(th, op, ins, t):
         per = 4 // a_t.itemsize
         tm.owned(a_col, K // per, op)
         tm.check_thread_stores(th, slice(a_lane, a_lane + M), a_col, K // per, op, "reads A from")
-        for _warp, st in tm.stores_in_flight.items():
-            m.hazard("TMEM operand stored without wait::st",
-                     "a tcgen05.mma reads A from TMEM while a tcgen05.st that no tcgen05.wait::st completed may "
-                     "still write it", [("the tcgen05.st", st.loc), ("the tcgen05.mma", op.loc)])
+        for stores in tm.stores_in_flight.values():
+            for st, st_lanes, st_cols in stores:     # a store in flight into the A operand's cells
+                if (st_lanes.start < a_lane + M and a_lane < st_lanes.stop and st_cols.start < a_col + K // per
+                        and a_col < st_cols.stop):
+                    m.hazard("TMEM operand stored without wait::st",
+                             "a tcgen05.mma reads A from TMEM while a tcgen05.st that no tcgen05.wait::st completed "
+                             "may still write it", [("the tcgen05.st", st.loc), ("the tcgen05.mma", op.loc)])
         a_addr = None
     else:
         a_addr = decode_tcgen05_operand(a, M, K, a_t.itemsize, bool(f["transpose_a"]))

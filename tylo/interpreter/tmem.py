@@ -57,7 +57,7 @@ class Tmem:
         self.writer = np.zeros(COLUMNS, np.int64)     # id of the tcgen05.mma that last wrote each column
         self.reader = np.zeros(COLUMNS, np.int64)     # id of the tcgen05.mma that last read each column (A)
         self.mma = {}                # id -> AsyncOp
-        self.stores_in_flight = {}   # warp -> the tcgen05.st op not yet waited for
+        self.stores_in_flight = {}   # warp -> [(op, lanes, columns)] of its tcgen05.st not yet waited for
         # per cell: the thread (vector-clock slot) whose tcgen05.st last wrote it (-1: none since an MMA
         # wrote it), that thread's epoch at the store, and the store op
         self.store_thread = np.full((LANES, COLUMNS), -1, np.int64)
@@ -140,8 +140,9 @@ class Tmem:
             if why == "sync" and self.unpublished(w, int(ep[ws == w].max()), thread.clock) is None:
                 self.cta.m.hazard("TMEM access not fenced after the thread sync",
                                   f"a tcgen05.mma {what} TMEM cells another thread accessed with {access}; the "
-                                  f"issuer synchronised with that thread but issued no tcgen05.fence::after_thread_sync "
-                                  f"between the sync and the MMA (PTX ISA 9.7.16.6)", sides)
+                                  f"issuer synchronised with that thread but issued no "
+                                  f"tcgen05.fence::after_thread_sync between the sync and the MMA (PTX ISA 9.7.16.6)",
+                                  sides)
             if why == "sync":
                 self.cta.m.hazard(f"TMEM {'store' if access == 'tcgen05.st' else 'load'} not synchronised with "
                                   f"the MMA", f"a tcgen05.mma {what} TMEM cells another thread accessed with "
@@ -337,7 +338,8 @@ def _st(machine, op, lanes):
         for (ln, c), b in zip(cells, bits):
             tm.cells[lane0 + ln, col0 + c] = b
         tm.writer[col0:col0 + ncols] = 0
-    tm.stores_in_flight[(th.cta.rank, th.linear // 32)] = op
+    tm.stores_in_flight.setdefault((th.cta.rank, th.linear // 32), []).append(
+        (op, range(lane0, lane0 + 32), range(col0, col0 + ncols)))
     return {t: () for t in lanes}
 
 
