@@ -64,6 +64,19 @@ def _elements(raw, addr, dtype):
 _K = {"f16": 16, "tf32": 8, "f8f6f4": 32, "i8": 32}
 
 
+def _check_stores_waited(m, tm, op, lane0, lanes, col0, cols):
+    """PTX ISA 9.7.16.8.5: a tcgen05.st is complete only after tcgen05.wait::st; an MMA reading (A) or
+    accumulating into / overwriting (D) cells a store not waited for may still write is a hazard."""
+    for stores in tm.stores_in_flight.values():
+        for st, st_lanes, st_cols in stores:
+            if (st_lanes.start < lane0 + lanes and lane0 < st_lanes.stop and st_cols.start < col0 + cols
+                    and col0 < st_cols.stop):
+                m.hazard("TMEM operand stored without wait::st",
+                         "a tcgen05.mma uses TMEM cells (A, or the accumulator) while a tcgen05.st that no "
+                         "tcgen05.wait::st completed may still write them",
+                         [("the tcgen05.st", st.loc), ("the tcgen05.mma", op.loc)])
+
+
 def _mma(th, op, ins, t):
     d_addr, a, b_desc, idesc, enable = ins
     kind = op.attrs["kind"]
@@ -87,6 +100,7 @@ def _mma(th, op, ins, t):
                                f"{d_lane}")
     tm.owned(d_col, N, op)
     tm.check_thread_stores(th, slice(0, M), d_col, N, op, "accumulates into" if enable else "overwrites")
+    _check_stores_waited(m, tm, op, 0, M, d_col, N)
     tm.check_thread_loads(th, slice(0, M), d_col, N, op)
     b_addr = decode_tcgen05_operand(b_desc, N, K, b_t.itemsize, bool(f["transpose_b"]))
     reads = [SharedRead("tcgen05.mma", op, int(b_addr.min()), int(b_addr.max()) + b_t.itemsize)]
@@ -95,13 +109,7 @@ def _mma(th, op, ins, t):
         per = 4 // a_t.itemsize
         tm.owned(a_col, K // per, op)
         tm.check_thread_stores(th, slice(a_lane, a_lane + M), a_col, K // per, op, "reads A from")
-        for stores in tm.stores_in_flight.values():
-            for st, st_lanes, st_cols in stores:     # a store in flight into the A operand's cells
-                if (st_lanes.start < a_lane + M and a_lane < st_lanes.stop and st_cols.start < a_col + K // per
-                        and a_col < st_cols.stop):
-                    m.hazard("TMEM operand stored without wait::st",
-                             "a tcgen05.mma reads A from TMEM while a tcgen05.st that no tcgen05.wait::st completed "
-                             "may still write it", [("the tcgen05.st", st.loc), ("the tcgen05.mma", op.loc)])
+        _check_stores_waited(m, tm, op, a_lane, M, a_col, K // per)
         a_addr = None
     else:
         a_addr = decode_tcgen05_operand(a, M, K, a_t.itemsize, bool(f["transpose_a"]))
