@@ -1,6 +1,7 @@
 """examples/blackwell_attention.py: assembled for sm_100a (PTX and resources), run in tylo's interpreter
-against float64 (FlashAttention-3 criterion), hazard-checked, and mutants reported. No Blackwell GPU
-runs it here: every number comes from the interpreter or the assembler."""
+against float64 (FlashAttention-3 criterion) and hazard-checked (the mutation tests are in
+test_blackwell_attention_mutations.py). No Blackwell GPU runs it here: every number comes from the
+interpreter or the assembler."""
 import math
 import pathlib
 import re
