@@ -1,6 +1,7 @@
 """examples/blackwell_attention.py: assembled for sm_100a (PTX and resources), run in tylo's interpreter
-against float64 (FlashAttention-3 criterion), hazard-checked, and mutants reported. No Blackwell GPU
-runs it here: every number comes from the interpreter or the assembler."""
+against float64 (FlashAttention-3 criterion) and hazard-checked (the mutation tests are in
+test_blackwell_attention_mutations.py). No Blackwell GPU runs it here: every number comes from the
+interpreter or the assembler."""
 import math
 import pathlib
 import re
@@ -10,7 +11,8 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from tylo.interpreter import HazardError, run
+import tylo
+from tylo.interpreter import run
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
 if str(EXAMPLES) not in sys.path:
@@ -29,36 +31,61 @@ def compiled(request):
     return constexprs, kernel.compile(signature=sig, arch="sm_100a", constexprs=constexprs, block=block)
 
 
-def test_assembles_without_spills_or_local_memory(compiled):
+def test_assembles_without_local_memory_or_calls(compiled):
     constexprs, c = compiled
     assert ".local" not in c.ptx and "call.uni" not in c.ptx
+    # 512 threads start with 128 registers each; setmaxnreg moves them between the roles
+    assert c.resources.registers <= 128
+
+
+def test_assembles_without_spills(compiled):
+    constexprs, c = compiled
     assert c.resources.spill_bytes == 0 and c.resources.stack_bytes == 0
-    assert c.resources.registers <= 255
 
 
 def test_tcgen05_instruction_counts(compiled):
     constexprs, c = compiled
-    ptx, nc = c.ptx, constexprs["D"] // 64
-    # S = Q K^T: K = head_dim in steps of 16, A and B from shared memory (descriptors)
+    ptx = c.ptx
+    cfg = ba.config(constexprs["D"])
+    qt, nc, bn = cfg.q_tiles, cfg.nc, cfg.bn
+    # S = Q K^T (K = head_dim in steps of 16, A and B from shared memory), issued for each Q tile before the key
+    # loop and inside it; O += P V (A = P from TMEM, bn keys in steps of 16) per tile and 64-column chunk
     qk = re.findall(r"tcgen05\.mma\.cta_group::1\.kind::f16 \[%r\d+\], %rd\d+, %rd\d+, %r\d+", ptx)
-    # O += P V: A = P from TMEM ([taddr]), 128 keys in steps of 16, per 64-column chunk of O
     pv = re.findall(r"tcgen05\.mma\.cta_group::1\.kind::f16 \[%r\d+\], \[%r\d+\], %rd\d+, %r\d+", ptx)
-    assert (len(qk), len(pv)) == (4 * nc, 8 * nc)
-    assert ptx.count("tcgen05.mma") == 12 * nc
-    # s_full, kv_empty[s], o_full
-    assert ptx.count("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64") == 3
-    assert ptx.count("tcgen05.ld.sync.aligned.32x32b.x128.b32") == 1          # S: one row per thread
-    assert ptx.count("tcgen05.ld.sync.aligned.32x32b.x64.b32") == 2 * nc      # O: rescale and epilogue
-    assert ptx.count("tcgen05.st.sync.aligned.32x32b.x64.b32") == 1 + nc      # P, and rescaled O
-    assert ptx.count("tcgen05.wait::st.sync.aligned;") == 1
+    assert (len(qk), len(pv)) == (2 * qt * nc * 4, qt * nc * bn // 16)
+    assert ptx.count("tcgen05.mma") == len(qk) + len(pv)
+    # s_full[i] (two sites per tile), kv_empty, q_empty, o_full[i]
+    assert ptx.count("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64") == 3 * qt + 2
+    assert ptx.count("tcgen05.ld.sync.aligned.32x32b.x64.b32") == 2 * qt * bn // 64   # S twice, 64 keys a load
+    assert ptx.count("tcgen05.ld.sync.aligned.32x32b.x32.b32") == qt * 4 * nc         # O: rescale, epilogue
+    assert ptx.count("tcgen05.st.sync.aligned.32x32b.x16.b32") == qt * bn // 32       # P, 32 keys per store
+    assert ptx.count("tcgen05.st.sync.aligned.32x32b.x32.b32") == qt * 2 * nc         # rescaled O
+    assert ptx.count("tcgen05.wait::st.sync.aligned") == 2 * qt
     assert ptx.count("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32") == 1
     assert ptx.count("tcgen05.dealloc.cta_group::1.sync.aligned.b32") == 1
-    # TMA: Q once and K, V per block (LLVM may duplicate the loop body's copies when it rotates the loop:
-    # the PTX has at least these; the IR exactly these)
-    assert ptx.count("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes") >= 3 * nc
-    ir = ba.attention_fwd.lower(signature=ba.signature(), constexprs=constexprs, arch="sm_100a", block=(ba.THREADS,))
-    assert sum(op.name == "nv.tma.load" for op in ir.body.walk()) == 3 * nc
-    assert ptx.count("ex2.approx") >= 128                                     # exp2 with the scale folded in
+    # the register budget per role
+    assert re.findall(r"setmaxnreg\.inc\.sync\.aligned\.u32 (\d+);", ptx) == [str(cfg.softmax_regs)] * qt
+    decs = sorted(int(n) for n in re.findall(r"setmaxnreg\.dec\.sync\.aligned\.u32 (\d+);", ptx))
+    assert decs == sorted([cfg.correction_regs, cfg.other_regs] + ([ba.IDLE_REGS] if qt == 1 else []))
+    assert 2 * cfg.softmax_regs + cfg.correction_regs + cfg.other_regs <= 512 if qt == 2 else \
+        cfg.softmax_regs + ba.IDLE_REGS + cfg.correction_regs + cfg.other_regs <= 512
+    # TMA: both Q tiles once per work tile and K, V per block (LLVM may duplicate the loop body's copies
+    # when it rotates the loop: the PTX has at least these; the IR exactly these)
+    assert ptx.count("cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes") >= \
+        (qt + 2) * nc
+    ir = ba.attention_fwd.lower(signature=ba.signature(constexprs["D"]), constexprs=constexprs, arch="sm_100a",
+                                block=(ba.THREADS,))
+    assert sum(op.name == "nv.tma.load" for op in ir.body.walk()) == (qt + 2) * nc
+    assert ptx.count("ex2.approx") >= qt * bn                                  # exp2 with the scale folded in
+
+
+def test_emulated_exp2_assembles_without_spills():
+    # every 4th probability on the FMA pipe (exp2_fma): fewer ex2.approx, still no spills
+    cx = ba.constexprs_for(128, True, 4)
+    c = ba.attention_fwd.compile(signature=ba.signature(128), arch="sm_100a", constexprs=cx, block=ba.THREADS)
+    assert c.resources.spill_bytes == 0 and c.resources.stack_bytes == 0 and ".local" not in c.ptx
+    cfg = ba.config(128)
+    assert cfg.q_tiles * cfg.bn * 3 // 4 <= c.ptx.count("ex2.approx") < cfg.q_tiles * cfg.bn
 
 
 # -- interpreter --------------------------------------------------------------------------------------
@@ -94,10 +121,11 @@ def _batched(sq, sk, d, causal, h=1, hk=1, b=1, seed=0):
         _check_sequence(o[i], lse[i], q[i], k[i], v[i], causal, 1 / math.sqrt(d))
 
 
-# interpreter time on this 2-core machine: about 2-6 s per FAST case, 14-17 s per SLOW one
-FAST = [(1, 1, 64, False), (1, 1, 128, False), (128, 128, 64, False), (128, 128, 128, False), (128, 128, 64, True),
-        (128, 128, 128, True), (256, 64, 64, True), (256, 64, 128, False), (256, 64, 128, True)]
-SLOW = [(200, 333, 64, False), (200, 333, 128, True)]
+# interpreter time on this 2-core machine (shared): the (1, 1) case about 3 s, 128-row cases 5-10 s, (200, 333)
+# 20-30 s; the issue's shapes with head_dim 64, 128 and 256, causal and not, are spread over the slow set
+FAST = [(1, 1, 64, False)]
+SLOW = [(1, 1, 128, True), (128, 128, 64, True), (128, 128, 128, False), (128, 128, 256, True), (256, 64, 64, False),
+        (256, 64, 128, True), (256, 64, 256, False), (200, 333, 64, True)]
 
 
 @pytest.mark.parametrize("sq, sk, d, causal", FAST)
@@ -111,15 +139,48 @@ def test_matches_float64_slow(sq, sk, d, causal):
     _batched(sq, sk, d, causal)
 
 
+@tylo.jit(interpret=True, arch="sm_100a")
+def exp2_probe(out, x, n):
+    i = tylo.block_idx.x * 128 + tylo.thread_idx.x
+    if i < n:
+        out[i] = ba.exp2_fma(x[i])
+
+
+def test_exp2_fma_accuracy():
+    # the FMA-pipe exp2 in the interpreter against float64: 1.03e-4 relative at most (the cubic's fit), 0 below
+    # 2^-126 and for -inf (masked scores)
+    x = np.concatenate([np.linspace(-30, 8, 2000), [-126.5, -127.5, -200.0, -np.inf]]).astype(np.float32)
+    out = np.full_like(x, np.nan)
+    exp2_probe[(len(x) + 127) // 128, 128](out, x, len(x))
+    ref = np.exp2(x[:2000].astype(np.float64))
+    assert np.abs(out[:2000] / ref - 1).max() < 1.1e-4
+    assert (out[2000:] == 0).all()
+
+
 @pytest.mark.slow
-def test_gqa_and_bhsd_strides():
-    # 4 query heads on 2 KV heads, batch 2; q as a BHSD tensor seen through .transpose(1, 2) (no copy)
+def test_emulated_exp2_matches_float64():
+    # half the probabilities through exp2_fma: O unchanged at this precision, LSE within 2e-5 (measured 1.9e-5)
+    rng = np.random.default_rng(5)
+    q, k, v = _inputs(rng, 1, 200, 333, 1, 1, 64)
+    grid, args, cx, o, lse = ba.prepare(q, k, v, causal=True)
+    ba.interpreted()[grid, ba.THREADS](*args, cx["D"], cx["CAUSAL"], 2)
+    _check_sequence(o[0], lse[0], q[0], k[0], v[0], True, 1 / 8)
+
+
+@pytest.mark.slow
+def test_gqa_bhsd_strides_and_persistent_ctas():
+    # 2 query heads on 1 KV head, batch 2; q as a BHSD tensor seen through .transpose(1, 2) (no copy); 300 rows:
+    # 2 work tiles of 256 rows per (batch, head), 8 in all, walked by 3 persistent CTAs (longest first: causal);
+    # the second key block is scaled up so that the conditional rescale runs
     rng = np.random.default_rng(3)
-    _, k, v = _inputs(rng, 2, 70, 150, 4, 2, 64)
-    q = rng.standard_normal((2, 4, 70, 64)).astype(BF16).transpose(0, 2, 1, 3)
-    o, lse = ba.attention(q, k, v, causal=True)
+    _, k, v = _inputs(rng, 2, 300, 150, 2, 1, 64)
+    k[:, 128:] *= 4
+    q = rng.standard_normal((2, 2, 300, 64)).astype(BF16).transpose(0, 2, 1, 3)
+    grid, args, cx, o, lse = ba.prepare(q, k, v, causal=True, num_sms=3)
+    assert grid == (3,) and args[9:11] == [2, 8]          # n_mb, n_tiles
+    ba.interpreted()[grid, ba.THREADS](*args, cx["D"], cx["CAUSAL"])
     for i in range(2):
-        _check_sequence(o[i], lse[i], q[i], k[i], v[i], True, 1 / math.sqrt(64))
+        _check_sequence(o[i], lse[i], q[i], k[i], v[i], True, 1 / 8)
 
 
 @pytest.mark.slow
@@ -128,7 +189,7 @@ def test_varlen_batch():
     lens_q, lens_k = [1, 130, 45], [7, 200, 45]
     cu_q = np.concatenate([[0], np.cumsum(lens_q)]).astype(np.int32)
     cu_k = np.concatenate([[0], np.cumsum(lens_k)]).astype(np.int32)
-    q = rng.standard_normal((cu_q[-1], 2, 64)).astype(BF16)
+    q = rng.standard_normal((cu_q[-1], 1, 64)).astype(BF16)
     k = rng.standard_normal((cu_k[-1], 1, 64)).astype(BF16)
     v = rng.standard_normal((cu_k[-1], 1, 64)).astype(BF16)
     o, lse = ba.attention(q, k, v, causal=True, cu_seqlens_q=cu_q, cu_seqlens_k=cu_k)
@@ -137,6 +198,7 @@ def test_varlen_batch():
         _check_sequence(o[sl_q], lse[:, sl_q], q[sl_q], k[sl_k], v[sl_k], True, 1 / 8)
 
 
+@pytest.mark.slow
 def test_rows_that_see_no_key_give_zero_and_minus_inf():
     # causal, bottom-right: with 192 queries on 64 keys, rows 0..127 see no key
     rng = np.random.default_rng(5)
@@ -146,6 +208,7 @@ def test_rows_that_see_no_key_give_zero_and_minus_inf():
     _check_sequence(o[0], lse[0], q[0], k[0], v[0], True, 1 / 8)
 
 
+@pytest.mark.slow
 def test_run_example():
     ba.run()
 
@@ -153,32 +216,8 @@ def test_run_example():
 # -- hazards ------------------------------------------------------------------------------------------
 
 def _ir(d=64, causal=False):
-    return ba.attention_fwd.lower(signature=ba.signature(), constexprs={"D": d, "CAUSAL": causal, "STAGES": 2},
+    return ba.attention_fwd.lower(signature=ba.signature(d), constexprs=ba.constexprs_for(d, causal),
                                   arch="sm_100a", block=(ba.THREADS,))
-
-
-def _blocks(block):
-    yield block
-    for op in block.ops:
-        for inner in op.blocks:
-            yield from _blocks(inner)
-
-
-def _without(ir, name, occurrence):
-    """The kernel with the ``occurrence``-th op called ``name`` deleted (its results replaced by its operands)."""
-    seen = 0
-    for block in _blocks(ir.body):
-        for i, op in enumerate(block.ops):
-            if op.name != name:
-                continue
-            if seen == occurrence:
-                del block.ops[i]
-                forward = {id(r): v for r, v in zip(op.results, op.operands)}
-                for other in ir.body.walk():
-                    other.operands = [forward.get(id(v), v) for v in other.operands]
-                return ir
-            seen += 1
-    raise LookupError((name, occurrence))
 
 
 def _launch(ir, seed, sk=256):
@@ -189,32 +228,16 @@ def _launch(ir, seed, sk=256):
     return q, k, v, o, lse
 
 
+@pytest.mark.slow
 def test_hazard_checker_is_quiet_over_seeds():
-    # two key blocks through the 2-stage ring, two scheduler seeds; run() raises on any hazard
+    # two key blocks through the 2-stage ring, two scheduler seeds; run() raises on any hazard (the mutation
+    # tests run the original kernel over three more seeds)
     for seed in (0, 1):
         q, k, v, o, lse = _launch(_ir(), seed)
         _check_sequence(o[0], lse[0], q[0], k[0], v[0], False, 1 / 8)
 
 
-# The i-th op named so, and why removing it is unsafe.
-MUTANTS = [
-    ("nv.tcgen05.commit", 0, "s_full: softmax reads S before the MMAs wrote it"),
-    ("nv.mbarrier.wait", 3, "p_full: P V issued before P is in TMEM"),
-    ("nv.tcgen05.wait_st", 0, "the P V MMA reads P stored without wait::st"),
-]
-
-
-@pytest.mark.parametrize("name, occurrence, why", MUTANTS, ids=[f"{m[0]}-{m[1]}" for m in MUTANTS])
-def test_mutants_are_reported(name, occurrence, why):
-    ir = _without(_ir(), name, occurrence)
-    for seed in (0, 1, 2):
-        try:
-            _launch(ir, seed)
-        except HazardError:
-            return
-    pytest.fail(f"removing {name} #{occurrence} ({why}) ran without a hazard report")
-
-
+@pytest.mark.slow
 def test_varlen_with_an_empty_key_sequence():
     # sequence 0 has no keys (no key block: the MMA thread commits o_full with no MMA, the epilogue
     # writes zeros); sequence 1 is ordinary

@@ -101,4 +101,4 @@ def test_blackwell_attention_rejects_before_launch():
     with pytest.raises(TypeError, match="this kernel takes bfloat16"):
         ba.attention(*_qkv(dtype=np.float16))
     with pytest.raises(ValueError, match="head_dim"):
-        ba.attention(*_qkv(d=256))
+        ba.attention(*_qkv(d=96))

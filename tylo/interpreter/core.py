@@ -196,6 +196,11 @@ class Thread:
         self.bulk_groups: list = []   # committed TMA store groups, oldest first
         self.bulk_open: list = []     # TMA stores issued since the last commit
         self.observed: dict = {}      # id(mbarrier) -> the last phase this thread's wait observed
+        # tcgen05 ordering (tmem.py): the clock and observed writes as of the last
+        # tcgen05.fence::after_thread_sync, and the epochs of its tcgen05.fence::before_thread_sync
+        self.tc_clock = None
+        self.tc_seen: set = set()
+        self.tc_fences: list = []
 
     def get(self, v):
         try:

@@ -19,6 +19,11 @@ The rules, from the PTX ISA (section numbers of ISA 8.x):
 * 9.7.13.4.x / memory consistency model (proxies, 8.6): generic-proxy writes are visible to the
   async proxy (TMA store, WGMMA operands) only after a fence.proxy.async by the writing thread,
   and after the reader synchronised with the writer.
+* memory consistency model (data races, 8.x): a thread's generic read of shared bytes another
+  warp's thread wrote, or its write over bytes another warp's thread last read, with no barrier or
+  observed mbarrier arrive between the two (vector clocks), is a race. Atomics and accesses within
+  one warp (which communicate without a barrier in warp-synchronous code) are not checked; only the
+  last reader of each byte is kept.
 """
 from __future__ import annotations
 
@@ -40,6 +45,15 @@ def join_clocks(threads) -> None:
         th.seen = set(seen)
 
 
+def _warp_keys(m):
+    """(CTA, warp) of each thread of the running cluster, as one integer per cluster index."""
+    keys = getattr(m, "_warp_key_cache", None)
+    if keys is None or keys[0] is not m._threads:
+        keys = (m._threads, np.array([th.cta.rank * 4096 + th.linear // 32 for th in m._threads], np.int64))
+        m._warp_key_cache = keys
+    return keys[1]
+
+
 def _overlaps(items, lo, hi):
     return [a for a in items if a.lo < hi and lo < a.hi]
 
@@ -58,6 +72,8 @@ class SharedShadow:
         self.tma_writer = np.zeros(nbytes, np.int64)      # AsyncOp id of the TMA load that last wrote
         self.gen_writer = np.full(nbytes, -1, np.int64)   # cluster index of the last generic writer
         self.gen_clock = np.zeros(nbytes, np.int64)       # that writer's epoch at the write
+        self.gen_reader = np.full(nbytes, -1, np.int64)   # cluster index of the last generic reader
+        self.read_clock = np.zeros(nbytes, np.int64)      # that reader's epoch at the read
         self.readers = []        # in-flight async reads (AsyncOp with lo, hi), until retired
         self.writes = []         # TMA loads issued and not completed
         self.ops = {}            # id -> AsyncOp of the TMA loads that wrote here
@@ -70,6 +86,8 @@ class SharedShadow:
                      f"a thread {'writes' if write else 'reads'} shared bytes [{lo}, {hi}) that a TMA load is "
                      f"still writing (no completed wait on its mbarrier phase)",
                      [("the TMA load", a.op.loc), ("the access", loc)])
+        if getattr(op, "name", "") != "nv.atomic":
+            self._check_race(m, thread, lo, hi, write, loc)
         if write:
             for a in _overlaps(self.readers, lo, hi):
                 m.hazard("stage overwritten while read",
@@ -80,7 +98,29 @@ class SharedShadow:
             self.gen_writer[lo:hi] = thread.index
             self.gen_clock[lo:hi] = thread.clock[thread.index]
             return
+        self.gen_reader[lo:hi] = thread.index
+        self.read_clock[lo:hi] = thread.clock[thread.index]
+        thread.last_read_loc = loc
         self.check_observed(m, [thread], lo, hi, "the read", loc)
+
+    def _check_race(self, m, thread, lo, hi, write, loc):
+        """A generic access racing with another warp's last write (or, for a write, last read) of the bytes."""
+        warp = _warp_keys(m)
+        for owners, clocks, what in ((self.gen_writer, self.gen_clock, "write"),) + \
+                (((self.gen_reader, self.read_clock, "read"),) if write else ()):
+            who = owners[lo:hi]
+            mask = (who >= 0) & (warp[np.maximum(who, 0)] != warp[thread.index])
+            if not mask.any():
+                continue
+            late = thread.clock[who[mask]] < clocks[lo:hi][mask]
+            if late.any():
+                w = int(who[mask][late.argmax()])
+                other = m.thread_by_index(w)
+                where = getattr(other, f"last_{what}_loc", "?")
+                m.hazard(f"shared {'write' if write else 'read'} racing with another warp's {what}",
+                         f"a thread {'writes' if write else 'reads'} shared bytes [{lo}, {hi}) that thread "
+                         f"{other.linear} {'wrote' if what == 'write' else 'read'} with no barrier or observed "
+                         f"mbarrier arrive between the two", [(f"the {what}", where), ("the access", loc)])
 
     def check_observed(self, m, threads, lo, hi, what, loc):
         ids = self.tma_writer[lo:hi]

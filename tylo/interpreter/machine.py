@@ -180,6 +180,7 @@ class Machine:
         for th in threads:
             th.clock = np.zeros(n, np.int64)
             th.clock[th.index] = 1
+            th.tc_clock = th.clock.copy()
             for p, v in zip(self.kernel.params, params):
                 th.set(p.value, v)
         gens = [th.block(self.kernel.body) for th in threads]

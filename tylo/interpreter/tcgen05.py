@@ -12,8 +12,11 @@ fences), PTX ISA 9.7.16.9 (tcgen05.mma), 9.7.16.10 (commit), 9.7.16.6 (fences).
 * ``commit``: an asynchronous arrive-one on the mbarrier once every earlier MMA of the CTA has
   completed (``commit_multicast``: on the mbarrier at the same address in each CTA of the mask);
   the waiters then observe the MMAs (their TMEM results and the end of their shared reads).
-* ``fence_before`` / ``fence_after``: ordering of tcgen05 ops around thread barriers; the
-  interpreter executes tcgen05 ops in issue order, so they change nothing.
+* ``fence_before`` / ``fence_after`` (``tcgen05.fence::{before,after}_thread_sync``): no value
+  effect (the interpreter executes tcgen05 ops in issue order); they tell the hazard checker
+  which thread syncs order the thread's asynchronous tcgen05 ops (``tmem.py``, PTX ISA 9.7.16.6):
+  ``after`` snapshots the clock and observed MMAs the thread's later ld/st/mma are judged by,
+  ``before`` marks the epoch from which the thread's earlier ld/st count as published.
 """
 from __future__ import annotations
 
@@ -61,6 +64,19 @@ def _elements(raw, addr, dtype):
 _K = {"f16": 16, "tf32": 8, "f8f6f4": 32, "i8": 32}
 
 
+def _check_stores_waited(m, tm, op, lane0, lanes, col0, cols):
+    """PTX ISA 9.7.16.8.5: a tcgen05.st is complete only after tcgen05.wait::st; an MMA reading (A) or
+    accumulating into / overwriting (D) cells a store not waited for may still write is a hazard."""
+    for stores in tm.stores_in_flight.values():
+        for st, st_lanes, st_cols in stores:
+            if (st_lanes.start < lane0 + lanes and lane0 < st_lanes.stop and st_cols.start < col0 + cols
+                    and col0 < st_cols.stop):
+                m.hazard("TMEM operand stored without wait::st",
+                         "a tcgen05.mma uses TMEM cells (A, or the accumulator) while a tcgen05.st that no "
+                         "tcgen05.wait::st completed may still write them",
+                         [("the tcgen05.st", st.loc), ("the tcgen05.mma", op.loc)])
+
+
 def _mma(th, op, ins, t):
     d_addr, a, b_desc, idesc, enable = ins
     kind = op.attrs["kind"]
@@ -84,6 +100,8 @@ def _mma(th, op, ins, t):
                                f"{d_lane}")
     tm.owned(d_col, N, op)
     tm.check_thread_stores(th, slice(0, M), d_col, N, op, "accumulates into" if enable else "overwrites")
+    _check_stores_waited(m, tm, op, 0, M, d_col, N)
+    tm.check_thread_loads(th, slice(0, M), d_col, N, op)
     b_addr = decode_tcgen05_operand(b_desc, N, K, b_t.itemsize, bool(f["transpose_b"]))
     reads = [SharedRead("tcgen05.mma", op, int(b_addr.min()), int(b_addr.max()) + b_t.itemsize)]
     if op.attrs["a_tmem"]:
@@ -91,10 +109,7 @@ def _mma(th, op, ins, t):
         per = 4 // a_t.itemsize
         tm.owned(a_col, K // per, op)
         tm.check_thread_stores(th, slice(a_lane, a_lane + M), a_col, K // per, op, "reads A from")
-        for _warp, st in tm.stores_in_flight.items():
-            m.hazard("TMEM operand stored without wait::st",
-                     "a tcgen05.mma reads A from TMEM while a tcgen05.st that no tcgen05.wait::st completed may "
-                     "still write it", [("the tcgen05.st", st.loc), ("the tcgen05.mma", op.loc)])
+        _check_stores_waited(m, tm, op, a_lane, M, a_col, K // per)
         a_addr = None
     else:
         a_addr = decode_tcgen05_operand(a, M, K, a_t.itemsize, bool(f["transpose_a"]))
@@ -163,5 +178,17 @@ def _commit_multicast(th, op, ins, t):
 THREAD_SEMANTICS.add("nv.tcgen05.mma", _mma)
 THREAD_SEMANTICS.add("nv.tcgen05.commit", _commit)
 THREAD_SEMANTICS.add("nv.tcgen05.commit_multicast", _commit_multicast)
-THREAD_SEMANTICS.add("nv.tcgen05.fence_before", lambda th, op, ins, t: None)
-THREAD_SEMANTICS.add("nv.tcgen05.fence_after", lambda th, op, ins, t: None)
+def _fence_before(th, op, ins, t):
+    if th.clock is not None:
+        th.tc_fences.append(int(th.clock[th.index]))
+        th.clock[th.index] += 1     # accesses after the fence belong to a later epoch
+
+
+def _fence_after(th, op, ins, t):
+    if th.clock is not None:
+        th.tc_clock = th.clock.copy()
+        th.tc_seen = set(th.seen)
+
+
+THREAD_SEMANTICS.add("nv.tcgen05.fence_before", _fence_before)
+THREAD_SEMANTICS.add("nv.tcgen05.fence_after", _fence_after)

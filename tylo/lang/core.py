@@ -312,6 +312,25 @@ def cast(x, dtype: ScalarType, *, _ctx) -> Value:
 cast = builtin(cast)
 
 
+def bitcast(x, dtype: ScalarType, *, _ctx) -> Value:
+    """The bits of the runtime scalar ``x`` read as ``dtype`` of the same width (no conversion), e.g. an
+    f32's IEEE bits as i32 for exponent arithmetic."""
+    if not isinstance(dtype, ScalarType):
+        raise LangError(f"bitcast target must be a tylo dtype such as tylo.i32 or tylo.f32, got {_describe(dtype)}")
+    if not isinstance(x, Value) or not isinstance(x.type, ScalarType):
+        raise LangError(f"bitcast needs a runtime scalar, got {_describe(x)}")
+    if x.type.bits != dtype.bits or x.type.is_bool or dtype.is_bool:
+        raise LangError(f"bitcast needs types of one width: {x.type} ({x.type.bits} bits) to {dtype} "
+                        f"({dtype.bits} bits)")
+    if x.type == dtype:
+        return x
+    return _ctx.builder.value("arith.bitcast", [x], dtype)
+
+
+bitcast = builtin(bitcast)
+__all__ += ["bitcast"]  # noqa: PLE0605 - kept apart from the list above (one new name)
+
+
 # -- pointers and memory ----------------------------------------------------------
 
 def offset(ctx, ptr: Value, index) -> Value:
