@@ -220,6 +220,7 @@ def batched(raw, src_map, r0, c0, b0, P: tylo.constexpr):
         mb.fence_mbarrier_init()
         mb.mbarrier_arrive_expect_tx(bar.ptr, tma.transfer_bytes(P))
         tma.tma_load(tma.shared_tile(src_map, smem.ptr), src_map, (r0, c0, b0), bar.ptr)
+    tylo.sync_threads()                     # the other threads wait on the barrier only after its init
     mb.mbarrier_wait(bar.ptr, 0)
     for i in range(tid, n, 32):
         raw[i] = smem.ptr[i]

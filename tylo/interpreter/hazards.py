@@ -16,6 +16,12 @@ The rules, from the PTX ISA (section numbers of ISA 8.x):
 * 9.7.15.7 (wgmma.wait_group): the shared operands of a wgmma.mma_async may be read until the
   wait_group that covers it; writing them earlier is a hazard. Likewise 9.7.9.25.5
   (cp.async.bulk.wait_group.read) for the shared source of a TMA store.
+* The same rules with the memory consistency model's ordering (8.x: mbarrier arrive releases, a
+  completed wait acquires; bar.sync joins): a write over operand bytes of a WGMMA that its issuers
+  have waited for must also be ordered after that wait_group. A write whose writer has not
+  synchronised with any issuing thread *after* its wait_group (e.g. the stage was released by an
+  arrive placed before the wait) races with the read however the interleaving falls, so it is
+  reported at the write's issue, not only when the bytes land during the read.
 * 9.7.13.4.x / memory consistency model (proxies, 8.6): generic-proxy writes are visible to the
   async proxy (TMA store, WGMMA operands) only after a fence.proxy.async by the writing thread,
   and after the reader synchronised with the writer.
@@ -32,13 +38,15 @@ import numpy as np
 __all__ = ["SharedShadow", "SharedRead", "join_clocks"]
 
 
-def join_clocks(threads) -> None:
+def join_clocks(threads, released=()) -> None:
     """A barrier among ``threads``: each gets the join of their clocks and of their observed
-    asynchronous writes, then starts a new epoch of its own."""
+    asynchronous writes, then starts a new epoch of its own. ``released``: ``(clock, seen)`` that
+    threads which only arrived (``bar.arrive``) published when they arrived; they add to the join but
+    acquire nothing (PTX ISA 9.7.13.1: bar.arrive does not wait)."""
     if not threads:
         return
-    joined = np.maximum.reduce([th.clock for th in threads])
-    seen = set().union(*(th.seen for th in threads))
+    joined = np.maximum.reduce([th.clock for th in threads] + [c for c, _ in released])
+    seen = set().union(*(th.seen for th in threads), *(s for _, s in released))
     for th in threads:
         th.clock = joined.copy()
         th.clock[th.index] += 1
@@ -65,6 +73,7 @@ class SharedRead:
     def __init__(self, kind, op, lo, hi):
         self.kind, self.op, self.lo, self.hi = kind, op, lo, hi
         self.retired = False
+        self.waited = None       # {thread index: its epoch at the wait that retired the read}, if known
 
 
 class SharedShadow:
@@ -75,6 +84,7 @@ class SharedShadow:
         self.gen_reader = np.full(nbytes, -1, np.int64)   # cluster index of the last generic reader
         self.read_clock = np.zeros(nbytes, np.int64)      # that reader's epoch at the read
         self.readers = []        # in-flight async reads (AsyncOp with lo, hi), until retired
+        self.waited_reads = []   # retired reads with ``waited`` epochs: later writers must be ordered after
         self.writes = []         # TMA loads issued and not completed
         self.ops = {}            # id -> AsyncOp of the TMA loads that wrote here
 
@@ -89,10 +99,7 @@ class SharedShadow:
         if getattr(op, "name", "") != "nv.atomic":
             self._check_race(m, thread, lo, hi, write, loc)
         if write:
-            for a in _overlaps(self.readers, lo, hi):
-                m.hazard("stage overwritten while read",
-                         f"a thread writes shared bytes [{lo}, {hi}) that a {a.kind} still reads (its issuer has "
-                         f"not waited for it)", [(f"the {a.kind}", a.op.loc), ("the write", loc)])
+            self.check_write_ordered(m, thread, lo, hi, "the write", loc)
             thread.last_write_loc = loc
             self.tma_writer[lo:hi] = 0
             self.gen_writer[lo:hi] = thread.index
@@ -163,10 +170,43 @@ class SharedShadow:
                                                                   (f"the {aop.kind}", loc)])
         self.readers.append(aop)
 
-    def retire_read(self, aop):
+    def retire_read(self, aop, waiters=None):
+        """``aop``'s issuer has waited for it; ``waiters``: the threads whose wait retired it (their
+        epochs now order later writes, ``check_write_ordered``)."""
         aop.retired = True
         if aop in self.readers:
             self.readers.remove(aop)
+        if waiters:
+            aop.waited = {th.index: int(th.clock[th.index]) for th in waiters}
+            # a newer wait of the same threads over the same bytes orders everything the older one did
+            self.waited_reads = [r for r in self.waited_reads
+                                 if not (r.lo == aop.lo and r.hi == aop.hi and r.waited.keys() == aop.waited.keys())]
+            self.waited_reads.append(aop)
+
+    def check_write_ordered(self, m, writer, lo, hi, what, loc):
+        """A write of ``[lo, hi)`` by ``writer`` (a thread's store, or a TMA load it issues) must be
+        ordered after the wait of every asynchronous read of those bytes: a read not yet waited for is a
+        hazard (checked when a TMA load is issued, not only when its bytes land); for a waited one,
+        ``writer`` must have synchronised with a waiting thread at or after its wait (PTX ISA 9.7.15.7
+        wgmma.wait_group; memory consistency model: mbarrier arrive/wait release/acquire, 9.7.13.15)."""
+        for a in _overlaps(self.readers, lo, hi):
+            m.hazard("stage overwritten while read",
+                     f"shared bytes [{lo}, {hi}) that a {a.kind} still reads (its issuer has not waited for it) are "
+                     f"overwritten", [(f"the {a.kind}", a.op.loc), (what, loc)])
+        keep = []
+        for r in self.waited_reads:
+            if not (r.lo < hi and lo < r.hi):
+                keep.append(r)
+                continue
+            if not any(writer.clock[t] >= e for t, e in r.waited.items()):
+                m.hazard("stage released before its read completed",
+                         f"shared bytes [{lo}, {hi}) are overwritten by a writer not ordered after the wait for the "
+                         f"{r.kind} that reads them (no arrive after that wait reaches the writer)",
+                         [(f"the {r.kind}", r.op.loc), (what, loc)])
+                keep.append(r)
+            elif not (lo <= r.lo and r.hi <= hi):
+                keep.append(r)          # partly overwritten: the rest still needs ordering
+        self.waited_reads = keep
 
     def async_write_issued(self, aop):
         self.writes.append(aop)

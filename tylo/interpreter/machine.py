@@ -67,7 +67,7 @@ class CTA:
         self.smem.cta = self
         self.shadow = SharedShadow(size)
         self.mbarriers = {}
-        self.named = {}          # id -> {"count": n, "arrived": [threads], "op": op}
+        self.named = {}          # id -> {"count": n, "arrived": [(clock, seen) of each bar.arrive], "op": op}
         self.threads = []
         self.state = {}          # per-feature state (TMEM, ...)
 
@@ -290,7 +290,7 @@ class Machine:
                 for i in idx:
                     self._named_count(cta, bid, request[i][2], request[i][3])
                 if len(idx) + len(state["arrived"]) >= state["count"]:
-                    join_clocks([threads[i] for i in idx] + state["arrived"])
+                    join_clocks([threads[i] for i in idx], state["arrived"])
                     for i in idx:
                         request[i], reply[i] = None, None
                     cta.named[bid] = {"count": None, "arrived": [], "op": None}
@@ -329,7 +329,11 @@ class Machine:
         """``bar.arrive id, count``: counts toward the barrier without waiting."""
         cta = thread.cta
         self._named_count(cta, bid, count, op)
-        cta.named[bid]["arrived"].append(thread)
+        # PTX ISA 9.7.13.1: bar.arrive releases what the thread did before it (the waiters acquire it when
+        # the barrier completes) and does not wait, so it acquires nothing; like mbarrier.arrive it ends
+        # the thread's epoch
+        cta.named[bid]["arrived"].append((thread.clock.copy(), set(thread.seen)))
+        thread.clock[thread.index] += 1
 
     def _deadlock(self, threads, request, done):
         lines = []

@@ -10,7 +10,8 @@ current phase's parity differs from ``P`` (a fresh barrier counts its "previous"
 wait acquires (PTX ISA 8 memory model: mbarrier arrive has release, test/try_wait acquire
 semantics).
 
-Hazards: an arrival or wait on a barrier never initialised, a re-init while a phase has
+Hazards: an arrival or wait on a barrier never initialised (or initialised by another thread with
+no barrier ordering the init before the use), a re-init while a phase has
 arrivals or transactions outstanding, a thread arriving twice in one phase of a barrier that
 expects several arrivals (over-arrival), and a thread waiting on a phase it has already observed
 (a wrong parity).
@@ -120,6 +121,14 @@ def barrier_at(thread, ptr, op, init=False) -> MBarrier:
         cta.m.hazard("mbarrier not initialised", f"{op.name} on shared address {address}, which no mbarrier.init "
                      f"initialised", [("the use", op.loc)])
         raise InterpreterError(f"{op.loc}: {op.name} on an uninitialised mbarrier")
+    if not init and bar.init_thread is not None and thread is not bar.init_thread \
+            and thread.clock[bar.init_thread.index] < bar.init_epoch:
+        # PTX ISA 9.7.13.15 with the memory consistency model: mbarrier.init is a write of the barrier's
+        # shared bytes, so another thread's operation on it must be ordered after the init (a CTA or
+        # cluster barrier between them), whichever thread the scheduler happens to run first
+        cta.m.hazard("mbarrier not initialised",
+                     f"{op.name} on an mbarrier that another thread initialised with no barrier ordering the init "
+                     f"before this use", [("the init", bar.init_op.loc), ("the use", op.loc)])
     return bar
 
 

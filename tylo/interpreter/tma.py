@@ -99,6 +99,7 @@ def _load(th, op, ins, t):
 
     aop = AsyncOp("TMA load", op, th.cta, effect, lo=base, hi=base + nbytes)
     for cta in targets:
+        cta.shadow.check_write_ordered(m, th, base, base + nbytes, "the TMA load", op.loc)
         cta.shadow.async_write_issued(aop)
     m.issue(aop)
 

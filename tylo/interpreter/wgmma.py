@@ -194,7 +194,7 @@ def _wait(machine, op, lanes, threads):
             token.retired = True
             machine.pending_values -= 1
             for r in token.reads:
-                cta.shadow.retire_read(r)
+                cta.shadow.retire_read(r, threads)
     out = {}
     first = lanes[0]
     if first and all(type(x) is PendingValue and x.token is first[0].token for x in first):

@@ -1,0 +1,239 @@
+"""Mutation tests of the hazard checker on the Hopper attention kernel (examples/hopper_attention.py):
+every synchronisation of its IR is removed or weakened in turn (``ir_mutation``), and each unsafe
+mutant must be reported by the interpreter (a hazard, or a deadlock report naming where each warp waits).
+
+The base (``PINGPONG``): head_dim 64, 64-key blocks, 2-stage K and V rings, two consumer warpgroups
+taking turns through the pingpong named barriers; one CTA walks three varlen sequences (work units)
+of 1, 3 and 1 key blocks (ragged: the key mask runs too). So every synchronisation op runs: the
+producer's q_empty wait (units 2 and 3), both rings wrap and their parities flip (5 blocks through 2
+stages, carried across units), the block-0 and the loop's q_empty arrivals each release a Q tile that
+is reloaded, the loop runs twice, and every pingpong barrier site is used. The unmutated kernel must run
+clean on every seed and match float64 (FlashAttention-3's criterion); a mutant counts as reported when
+one of three scheduler seeds reports it.
+
+Mutants (``MUTANTS``): every site of SYNC_OPS removed; every mbarrier wait on the other parity; each
+arrive.expect_tx as a plain arrive (no transaction bytes) and expecting half its bytes; each
+wgmma.wait_group with one more group left pending (the S wait with ``pending=2``: too early) and the
+S wait with ``pending=0`` (too late); each stage/tile release (k_empty, v_empty; q_empty moves with
+k_empty, they share one ``if lead``) moved before the wgmma.wait_group that precedes it.
+
+Mutants judged safe (``SAFE``; they must also run clean and match float64, applied together):
+* ``fence.mbarrier_init`` or the ``fence.proxy.async.shared::cta`` after the inits, removed alone:
+  either fence makes the initialising thread's mbarrier.init visible to the async proxy before the CTA
+  barrier publishes the barriers (PTX ISA 9.7.13.4, 9.7.13.15.x); removing both is unsafe and reported
+  (``test_removing_both_init_fences_is_reported``).
+* the ``wgmma.fence`` of the loop's O += P V (the second of the loop's two fences): the fence before
+  the loop's S = Q K^T already separates every register access of the iteration (P packed, O rescaled)
+  from both wgmma.mma_async that follow, and nothing touches those registers between the two (PTX ISA
+  9.7.15.6.1: the fence orders prior register accesses before *subsequent* wgmma.mma_async).
+* the S wait with ``pending=0`` instead of 1: it also waits for the P V in flight, which costs overlap
+  but orders strictly more (PTX ISA 9.7.15.7).
+* consumer 0's last ``bar.sync 1`` after the work loop: it only consumes consumer 1's final
+  ``bar.arrive 1`` so the barrier is empty at exit; no memory access or issue is ordered by it, nothing
+  of the CTA follows it, and named barriers are CTA resources that end with the CTA (PTX ISA 9.7.13.1
+  does not require a barrier's arrivals to be consumed).
+* one stage per ring (``test_one_stage_rings_are_safe``): K and V have separate rings and each is
+  consumed in order, so the producer's next load into a stage needs only releases made in the
+  consumers' previous iteration (S_j's K after S_j; V_{j-1} after P V_{j-1}): no deadlock, just no
+  prefetch. (The GEMM's one-stage ring deadlocks: A and B of a step share one stage there.)
+
+Every other mutant is reported (most by the hazard rule they break, some as a deadlock: removed
+arrivals and expect_tx, producer waits on the wrong parity, a broken pingpong turn). ``half_tx`` is
+reported as a deadlock: the interpreter delivers a box's bytes at once, so the phase's tx-count
+jumps past zero; the hardware delivers them in pieces and would complete the phase half-way
+(the consumers would read a stage still being written).
+"""
+import contextlib
+import math
+
+import hopper_attention as ha  # examples/ is on sys.path (tests/conftest.py)
+import ml_dtypes
+import numpy as np
+import pytest
+from ir_mutation import mutate, sync_sites
+
+import tylo
+from tylo.interpreter import HazardError, run
+
+SYNC_OPS = ("nv.mbarrier.wait", "nv.mbarrier.arrive", "nv.mbarrier.arrive_expect_tx", "nv.fence",
+            "nv.named_barrier", "nv.barrier", "nv.wgmma.fence", "nv.wgmma.commit_group", "nv.wgmma.wait_group")
+D = 64
+BF16 = ml_dtypes.bfloat16
+SEEDS = (0, 1, 2)
+
+
+@contextlib.contextmanager
+def _tiles(causal, cfg):
+    """``cfg`` as the (D, causal) specialisation's tiling (``TILE_OVERRIDES``), for ``prepare``."""
+    old = ha.TILE_OVERRIDES.get((D, causal))
+    ha.TILE_OVERRIDES[D, causal] = cfg
+    try:
+        yield
+    finally:
+        if old is None:
+            del ha.TILE_OVERRIDES[D, causal]
+        else:
+            ha.TILE_OVERRIDES[D, causal] = old
+
+
+class Case:
+    """A tiling, a mask and varlen sequence lengths (one head), run by one CTA."""
+
+    def __init__(self, cfg, causal, lens_q, lens_k):
+        self.cfg, self.causal, self.lens_q, self.lens_k = cfg, causal, lens_q, lens_k
+
+    def ir(self, stages=None):
+        cfg = self.cfg if stages is None else ha.TileConfig(self.cfg.bn, stages, self.cfg.consumers, self.cfg.pingpong)
+        with _tiles(self.causal, cfg):
+            sig = ha.signature(tylo.bf16, D, self.causal)
+            cx = ha.constexprs(tylo.bf16, D, self.causal, varlen=True)
+        return ha.attention_fwd.lower(signature=sig, constexprs=cx, block=(cfg.threads,))
+
+    def run(self, kernel, seed, delays=True):
+        """Interpret ``kernel`` on random inputs of ``seed`` (also the scheduler's seed; ``delays=False``: no
+        random delays, every warp runs each round); the worst error as a fraction of what
+        FlashAttention-3's criterion allows (<= 1 passes; inf: an output left unwritten or not finite)."""
+        rng = np.random.default_rng(seed)
+        cu_q = np.cumsum([0] + self.lens_q).astype(np.int32)
+        cu_k = np.cumsum([0] + self.lens_k).astype(np.int32)
+        q = rng.standard_normal((cu_q[-1], 1, D)).astype(BF16)
+        k = rng.standard_normal((cu_k[-1], 1, D)).astype(BF16)
+        v = rng.standard_normal((cu_k[-1], 1, D)).astype(BF16)
+        with _tiles(self.causal, self.cfg):
+            grid, block, args, _, o, lse, _ = ha.prepare(q, k, v, self.causal, None, cu_q, cu_k, ctas=1)
+        assert grid == (1, 1, 1)
+        run(kernel, args, grid=grid, block=(block,), seed=seed if delays else None)
+        worst = 0.0
+        scale = 1 / math.sqrt(D)
+        for i in range(len(self.lens_q)):
+            a, b, c, e = cu_q[i], cu_q[i + 1], cu_k[i], cu_k[i + 1]
+            ref, ref_lse = ha.reference(q[a:b], k[c:e], v[c:e], self.causal, scale)
+            low = ha.reference(q[a:b], k[c:e], v[c:e], self.causal, scale, BF16)[0]
+            got, got_lse = o[a:b].astype(np.float64), lse[:, a:b]
+            fin = np.isfinite(ref_lse)
+            if np.isnan(got).any() or not np.array_equal(np.isfinite(got_lse), fin):
+                return math.inf
+            worst = max(worst, np.abs(got - ref).max() / (2 * np.abs(low - ref).max() + 1e-3))
+            if fin.any():
+                worst = max(worst, np.abs(got_lse[fin] - ref_lse[fin]).max() / 1e-4)
+        return worst
+
+
+PINGPONG = Case(ha.TileConfig(64, 2, 2, pingpong=True), False, [100, 128, 70], [40, 150, 64])
+# causal, no pingpong (the consumers run freely), bottom-right mask over 2 and 3 key blocks
+CAUSAL = Case(ha.TileConfig(64, 2, 2), True, [128, 90], [100, 150])
+
+
+@pytest.fixture(scope="module")
+def base_ir():
+    return PINGPONG.ir()
+
+
+def _mutants():
+    sites = sync_sites(PINGPONG.ir(), SYNC_OPS)
+    out = [("remove", n, k) for n, k in sites]
+    out += [("flip_parity", n, k) for n, k in sites if n == "nv.mbarrier.wait"]
+    out += [(kind, n, k) for n, k in sites if n == "nv.mbarrier.arrive_expect_tx" for kind in ("drop_tx", "half_tx")]
+    out += [("pending+1", n, k) for n, k in sites if n == "nv.wgmma.wait_group"]
+    out += [("pending-1", "nv.wgmma.wait_group", 1)]               # the S wait of the loop: pending=1 -> 0
+    # releases moved before the wait that precedes them: K of block 0 (with Q), K of the loop (with Q),
+    # V of the loop, V of the last block (arrive 1 and 3, the q_empty arrivals, share those ifs)
+    out += [("early", "nv.mbarrier.arrive", k) for k in (0, 2, 4, 5)]
+    return out
+
+
+MUTANTS = _mutants()
+SAFE = {("remove", "nv.fence", 0), ("remove", "nv.fence", 1),      # the init fences, one at a time
+        ("remove", "nv.wgmma.fence", 2),                            # the loop's P V fence (the S fence covers it)
+        ("pending-1", "nv.wgmma.wait_group", 1),                    # the S wait also waiting for P V
+        ("remove", "nv.named_barrier", 7)}                          # consumer 0's final bar.sync 1
+
+
+def _id(m):
+    return f"{m[0]}-{m[1][3:]}-{m[2]}"
+
+
+def test_the_mutation_set_covers_every_synchronisation(base_ir):
+    sites = sync_sites(base_ir, SYNC_OPS)
+    assert {n for n, _ in sites} == set(SYNC_OPS)
+    removed = {(n, k) for kind, n, k in MUTANTS if kind == "remove"}
+    assert removed == set(sites)
+    counts = {n: sum(1 for m, _ in sites if m == n) for n in SYNC_OPS}
+    # 3 producer waits (q_empty, k_empty, v_empty) + 5 consumer waits (q_full, k_full x2, v_full x2);
+    # 6 releases; 3 expect_tx; 8 pingpong barrier sites; 4 WGMMA issue points, each fenced and committed
+    assert counts == {"nv.mbarrier.wait": 8, "nv.mbarrier.arrive": 6, "nv.mbarrier.arrive_expect_tx": 3,
+                      "nv.fence": 2, "nv.named_barrier": 8, "nv.barrier": 1, "nv.wgmma.fence": 4,
+                      "nv.wgmma.commit_group": 4, "nv.wgmma.wait_group": 4}
+    assert SAFE <= set(MUTANTS) and len(MUTANTS) == 63
+    assert set().union(*map(set, SAFE_GROUPS)) == SAFE
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", SEEDS)
+def test_the_original_runs_clean_and_matches_float64(base_ir, seed):
+    assert PINGPONG.run(base_ir, seed) <= 1
+
+
+@pytest.mark.slow
+def test_the_causal_original_without_pingpong_runs_clean_and_matches_float64():
+    assert CAUSAL.run(CAUSAL.ir(), 0) <= 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mutant", [m for m in MUTANTS if m not in SAFE], ids=_id)
+def test_each_unsafe_mutant_is_reported(base_ir, mutant):
+    kernel = mutate(base_ir, *mutant)
+    report = None
+    for seed in SEEDS:
+        try:
+            PINGPONG.run(kernel, seed)
+        except HazardError as e:
+            report = e
+            break
+    assert report is not None, f"mutant {mutant} ran without a hazard report on seeds {SEEDS}"
+    # the report names the kernel's source: a deadlock where each warp waits, a hazard each side (inlined
+    # tylo.lang helpers, e.g. the softmax reading S, name their own line)
+    text = str(report)
+    assert "hopper_attention.py:" in text, text
+    assert all("hopper_attention.py:" in str(loc) or "tylo/lang/" in str(loc) for _, loc in report.sides), text
+
+
+# the safe mutants applied together (one run each group: the two init fences are safe only one at a time)
+SAFE_GROUPS = [sorted(SAFE - {("remove", "nv.fence", 1)}), [("remove", "nv.fence", 1)]]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("group", SAFE_GROUPS, ids=["all-but-one-init-fence", "the-other-init-fence"])
+def test_the_safe_mutants_run_clean_and_match_float64(base_ir, group):
+    kernel = base_ir
+    for m in sorted(group, key=lambda m: -m[2]):        # later occurrences first: the numbering stays valid
+        kernel = mutate(kernel, *m)
+    assert PINGPONG.run(kernel, 0) <= 1
+
+
+EARLY = [m for m in MUTANTS if m[0] == "early"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mutant", [None] + EARLY, ids=lambda m: "original" if m is None else _id(m))
+def test_early_releases_are_reported_whatever_the_interleaving(base_ir, mutant):
+    # without random delays every warp of a consumer reaches its wait_group in the round of the early
+    # arrive, so the WGMMA is retired before the producer's TMA load is issued: what is reported is
+    # the order (the load not ordered after the wait), not a lucky overlap of the read and the write
+    if mutant is None:
+        assert PINGPONG.run(base_ir, 0, delays=False) <= 1
+        return
+    with pytest.raises(HazardError, match="stage released before its read completed"):
+        PINGPONG.run(mutate(base_ir, *mutant), 0, delays=False)
+
+
+@pytest.mark.slow
+def test_one_stage_rings_are_safe():
+    assert PINGPONG.run(PINGPONG.ir(stages=1), 0) <= 1
+
+
+@pytest.mark.slow
+def test_removing_both_init_fences_is_reported(base_ir):
+    kernel = mutate(mutate(base_ir, "remove", "nv.fence", 0), "remove", "nv.fence", 0)
+    with pytest.raises(HazardError, match="mbarrier init not fenced"):
+        PINGPONG.run(kernel, 0)
