@@ -310,7 +310,8 @@ def tma_view(x, packed: bool, lib: str):
     if bsz == 1 or st[0] == seq * st[1]:         # BSHD-like: batch and sequence merge into rows
         return strided(x, lib, ptr, (nh, bsz * seq, d), (st[2], st[1], 1)), 1, 0
     if nh == 1 or st[0] == nh * st[2]:           # BHSD-like: batch and heads merge into the batch axis
-        return strided(x, lib, ptr, (bsz * nh, seq, d), (st[2], st[1], 1)), 0, nh
+        # one head: entry b is batch b, so the axis steps by the batch stride (a lone head's stride can be anything)
+        return strided(x, lib, ptr, (bsz * nh, seq, d), (st[0] if nh == 1 else st[2], st[1], 1)), 0, nh
     return tma_view(contiguous(x, lib), packed, lib)
 
 
