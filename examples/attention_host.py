@@ -23,6 +23,13 @@ The rules (issue 11):
 
 Every error is a ValueError or TypeError whose message starts with ``attention:`` and names the
 argument.
+
+The launch helpers below turn checked arrays of any of those libraries into kernel arguments:
+``array_library`` (which library an array is from; numpy means the interpreter), ``strided`` /
+``DeviceView`` (a strided view of the same memory), ``contiguous``, ``pointer``, ``tma_view`` (the 3-D
+view a batched TMA map of q, k or v reads, for BSHD, BHSD and packed varlen layouts), ``tma_binding``
+(cached TMA maps of device views), ``device_offsets`` (cached int32 offsets on the device) and
+``empty`` (outputs of the inputs' library).
 """
 from __future__ import annotations
 
@@ -31,11 +38,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
+import tylo
+
 SUPPORTED_HEAD_DIMS = (64, 128, 256)
 SUPPORTED_DTYPES = ("bfloat16", "float16")
 
 __all__ = ["AttentionProblem", "check_attention_args", "dtype_name", "element_strides", "reference",
-           "SUPPORTED_HEAD_DIMS", "SUPPORTED_DTYPES"]
+           "SUPPORTED_HEAD_DIMS", "SUPPORTED_DTYPES", "array_library", "one_library", "DeviceView", "numpy_dtype",
+           "strided", "contiguous", "pointer", "tma_view", "tma_binding", "device_offsets", "empty"]
 
 
 @dataclass(frozen=True)
@@ -219,3 +229,144 @@ def reference(q, k, v, causal, scale, dtype=np.float64):
     if dtype is not np.float64:
         o = o.astype(dtype).astype(np.float64)
     return o, lse
+
+
+# ---------------------------------------------------------------------------------------------- launch helpers
+
+def array_library(x) -> str:
+    """'numpy' (the interpreter), 'torch', 'cupy' or 'tylo' (a tylo DeviceArray or another device array)."""
+    mod = type(x).__module__.split(".")[0]
+    if isinstance(x, np.ndarray):
+        return "numpy"
+    return mod if mod in ("torch", "cupy") else "tylo"
+
+
+def one_library(*arrays) -> str:
+    """The one array library of ``arrays`` (q, k, v); TypeError when they mix libraries."""
+    libs = {array_library(x) for x in arrays}
+    if len(libs) != 1:
+        raise TypeError(f"attention: q, k and v must come from one array library, got {sorted(libs)}")
+    return libs.pop()
+
+
+class DeviceView:
+    """A strided view of device memory (``__cuda_array_interface__``), for TMA maps over torch, cupy and
+    tylo arrays alike; it keeps ``base`` alive."""
+
+    def __init__(self, base, ptr, dtype, shape, strides):
+        self.base, self.dtype, self.shape = base, dtype, tuple(shape)
+        item = dtype.itemsize
+        self.__cuda_array_interface__ = {"shape": self.shape, "strides": tuple(s * item for s in strides),
+                                         "typestr": dtype.str, "data": (ptr, False), "version": 3}
+
+
+def numpy_dtype(name):
+    """The numpy dtype of 'bfloat16' (ml_dtypes) or 'float16'."""
+    import ml_dtypes
+    return np.dtype(ml_dtypes.bfloat16) if name == "bfloat16" else np.dtype(np.float16)
+
+
+def strided(x, lib, ptr, shape, strides):
+    """x's memory as ``shape`` / element ``strides`` (numpy: ``as_strided``; device: a DeviceView)."""
+    if lib == "numpy":
+        item = x.itemsize
+        return np.lib.stride_tricks.as_strided(x, shape, tuple(s * item for s in strides))
+    return DeviceView(x, ptr, numpy_dtype(dtype_name(x)), shape, strides)
+
+
+def contiguous(x, lib):
+    """A contiguous copy of x in its own library (x itself when it already is one, for torch)."""
+    if lib == "numpy":
+        return np.ascontiguousarray(x)
+    if lib == "torch":
+        return x.contiguous()
+    if lib == "cupy":
+        import cupy
+        return cupy.ascontiguousarray(x)
+    raise ValueError("attention: a tylo DeviceArray is always contiguous")    # unreachable: no views exist
+
+
+def pointer(x, lib):
+    """The address of x's first element (host memory for numpy, device memory otherwise)."""
+    if lib == "numpy":
+        return x.ctypes.data
+    from tylo.runtime import describe_array
+    return describe_array(x).ptr
+
+
+def tma_view(x, packed: bool, lib: str):
+    """A 3-D (batch, rows, head_dim) view of q, k or v for a batched TMA map, and how to address it.
+
+    Returns ``(view, row_mul, bat_mul)``: sequence b, head h, position i is row
+    ``row_mul * offset[b] + i`` of batch entry ``bat_mul * b + h``. Rows of all sequences share one
+    axis (stride = the sequence stride) when the layout allows it (BSHD, packed varlen); otherwise
+    batch and heads share the batch axis (BHSD views). Anything else is copied (rare)."""
+    st = element_strides(x)
+    ptr = pointer(x, lib)
+    if packed:                                   # (total, heads, d): rows along total
+        total, nh, d = x.shape
+        return strided(x, lib, ptr, (nh, total, d), (st[1], st[0], 1)), 1, 0
+    bsz, seq, nh, d = x.shape
+    if bsz == 1 or st[0] == seq * st[1]:         # BSHD-like: batch and sequence merge into rows
+        return strided(x, lib, ptr, (nh, bsz * seq, d), (st[2], st[1], 1)), 1, 0
+    if nh == 1 or st[0] == nh * st[2]:           # BHSD-like: batch and heads merge into the batch axis
+        # one head: entry b is batch b, so the axis steps by the batch stride (a lone head's stride can be anything)
+        return strided(x, lib, ptr, (bsz * nh, seq, d), (st[0] if nh == 1 else st[2], st[1], 1)), 0, nh
+    return tma_view(contiguous(x, lib), packed, lib)
+
+
+_BINDINGS = {}
+
+
+def tma_binding(plan, view, lib):
+    """``tylo.prepare_tma(plan, view)``, cached per (plan, address, shape, strides) for device arrays
+    (encoding one costs tens of us); numpy views are bound afresh."""
+    if lib == "numpy":
+        return tylo.prepare_tma(plan, view)
+    cai = view.__cuda_array_interface__
+    key = (plan, cai["data"][0], cai["shape"], cai["strides"])
+    b = _BINDINGS.get(key)
+    if b is None:
+        if len(_BINDINGS) >= 48:                 # bindings keep their arrays alive
+            _BINDINGS.clear()
+        b = _BINDINGS[key] = tylo.prepare_tma(plan, view)
+    return b
+
+
+_OFFSETS = {}
+
+
+def device_offsets(values, like, lib):
+    """An int32 device array of ``values`` in ``like``'s library and device (cached: batched calls reuse
+    their offsets)."""
+    key = (lib, values, str(getattr(like, "device", "")))
+    a = _OFFSETS.get(key)
+    if a is None:
+        if len(_OFFSETS) >= 64:
+            _OFFSETS.clear()
+        host_vals = np.asarray(values, np.int32)
+        if lib == "torch":
+            import torch
+            a = torch.from_numpy(host_vals).to(like.device)
+        elif lib == "cupy":
+            import cupy
+            a = cupy.asarray(host_vals)
+        else:
+            a = tylo.to_device(host_vals)
+        _OFFSETS[key] = a
+    return a
+
+
+def empty(shape, dtype_name, like, lib):
+    """An output array of ``dtype_name`` ('bfloat16', 'float16' or 'float32') in ``like``'s library (and
+    device); numpy outputs are filled with NaN, so that what a launch leaves unwritten shows."""
+    if lib == "numpy":
+        return np.full(shape, np.nan, numpy_dtype(dtype_name) if dtype_name != "float32" else np.float32)
+    if lib == "torch":
+        import torch
+        dt = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}[dtype_name]
+        return torch.empty(shape, dtype=dt, device=like.device)
+    if lib == "cupy":
+        import cupy
+        return cupy.empty(shape, like.dtype if dtype_name != "float32" else np.float32)
+    return tylo.empty(shape, numpy_dtype(dtype_name) if dtype_name != "float32" else np.float32)

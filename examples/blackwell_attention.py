@@ -6,7 +6,11 @@ the Hopper example): q (batch, seqlen_q, heads, head_dim), k and v (batch, seqle
 head_dim), bf16, head_dim 64, 128 or 256, GQA/MQA, varlen (packed rows and int32 ``cu_seqlens``),
 bottom-right aligned causal masking. ``o`` has q's shape (bf16); ``lse`` is float32 in natural-log
 units, (batch, heads, seqlen_q), or (heads, total_q) for varlen. Rows that see no key give O = 0 and
-LSE = -inf.
+LSE = -inf. torch/cupy/tylo device arrays launch the sm_100a build on an sm_100-class GPU (compute
+capability 10.x; the caller's stream: torch's or cupy's current one) and return arrays of the same library;
+on any other GPU ``attention`` raises RuntimeError (``check_sm100``). numpy arrays run in tylo's
+interpreter (``interpreted()``). The host side (views, TMA maps, outputs) is ``attention_host``'s, shared
+with the Hopper example.
 
 The kernel is persistent: ``grid = min(work tiles, SMs of the target)``, and CTA ``c`` walks work
 tiles ``c, c + grid, ...``; a work tile is ``Q_TILES`` x 128 query rows of one (batch, head), walked
@@ -53,7 +57,8 @@ head_dim 256: one tile, 64-key blocks (shared memory: Q 64 KB + a 2-stage K/V ri
 
 Validation: the results come from tylo's CPU interpreter (asynchronous units, a seeded scheduler and
 the hazard checker) and from assembling for sm_100a with ptxas; no machine available to this project
-runs sm_100a, so none of it is hardware-validated.
+runs sm_100a, so none of it is hardware-validated, the device path included (its host side is tested
+without a GPU: tests/blackwell/test_blackwell_attention_device.py).
 """
 import math
 from dataclasses import dataclass
@@ -88,6 +93,7 @@ LOG2E = 1.4426950408889634
 NEG_INF = float("-inf")
 IDLE_REGS = 24                     # setmaxnreg's minimum, for a warpgroup with no role
 SM100_SMS = 148                    # SMs of a B200, the persistent grid when no device says otherwise
+GPU_PATH = True                    # attention() launches on an sm_100-class GPU (benchmarks/attention.py looks)
 
 
 @dataclass(frozen=True)
@@ -589,75 +595,105 @@ def signature(head_dim=128):
 AOT = [(attention_fwd, signature(d), constexprs_for(d, causal), THREADS) for d in HEAD_DIMS for causal in (False, True)]
 
 
-def _tma_view(x, packed: bool):
-    """A 3-D (batch, rows, head_dim) view of q, k or v for a batched TMA map, and how to address it.
+def check_sm100(capability, device=0):
+    """Raise RuntimeError unless ``capability`` (major, minor) is an sm_100-class GPU's (compute capability
+    10.x): the kernel is built for sm_100a (tcgen05, TMEM), which no other GPU runs."""
+    major, minor = capability
+    if major != 10:
+        raise RuntimeError(
+            f"attention: examples/blackwell_attention.py's kernel needs an sm_100-class GPU (compute capability "
+            f"10.x: tcgen05 and TMEM); GPU {device} is sm_{major}{minor} (compute capability {major}.{minor}). "
+            f"Pass numpy arrays (ml_dtypes.bfloat16) to run the kernel in tylo's interpreter instead")
 
-    Returns ``(view, row_mul, bat_mul)``: sequence b, head h, position i is row
-    ``row_mul * offset[b] + i`` of batch entry ``bat_mul * b + h``. Rows of all sequences share one
-    axis (stride = the sequence stride) when the layout allows it (BSHD, packed varlen); otherwise
-    batch and heads share the batch axis (BHSD views). Anything else is copied (documented: rare).
-    """
-    if packed:                                   # (total, heads, d): rows along total
-        return x.transpose(1, 0, 2), 1, 0
-    bsz, seq, nh, d = x.shape
-    st = host.element_strides(x)
-    item = x.itemsize
-    if bsz == 1 or st[0] == seq * st[1]:         # BSHD-like: batch and sequence merge into rows
-        v = np.lib.stride_tricks.as_strided(x, (nh, bsz * seq, d), (st[2] * item, st[1] * item, item))
-        return v, 1, 0
-    if st[0] == nh * st[2]:                      # BHSD-like: batch and heads merge into the batch axis
-        v = np.lib.stride_tricks.as_strided(x, (bsz * nh, seq, d), (st[2] * item, st[1] * item, item))
-        return v, 0, nh
-    return _tma_view(np.ascontiguousarray(x), packed)
+
+_SMS = {}
+
+
+def device_sms(device):
+    """The SM count of GPU ``device`` (an int ordinal), after ``check_sm100`` of its compute capability
+    (cached per device)."""
+    sms = _SMS.get(device)
+    if sms is None:
+        from tylo.runtime import driver
+        check_sm100(driver.compute_capability(device), device)
+        sms = _SMS[device] = driver.devices()[device]["sm_count"]
+    return sms
+
+
+def array_device(x):
+    """The ordinal of the GPU holding device array ``x`` (the current device when it does not say)."""
+    from tylo.runtime import describe_array, driver
+    ordinal = describe_array(x).device_ordinal
+    return driver.current_device() if ordinal is None else ordinal
 
 
 def prepare(q, k, v, causal=False, scale=None, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,
             max_seqlen_k=None, num_sms=None):
     """Check the arguments and build one launch: ``(grid, args, constexprs, o, lse)``; ``args`` are the
-    runtime arguments in signature order (numpy arrays and TMA bindings of numpy views), ``o`` and
-    ``lse`` the outputs (poisoned with NaN) the launch fills. ``num_sms``: the persistent grid's size
-    bound (default: a B200's 148 SMs)."""
+    runtime arguments in signature order (arrays of the inputs' library and TMA bindings of views of
+    them), ``o`` and ``lse`` the outputs the launch fills (poisoned with NaN for numpy). ``num_sms``: the
+    persistent grid's size bound (default: the GPU's SMs for device arrays, which must be on an
+    sm_100-class GPU: ``check_sm100``; a B200's 148 for numpy arrays)."""
     pb = host.check_attention_args(q, k, v, causal, scale, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                                    head_dims=HEAD_DIMS)
     if pb.dtype != "bfloat16":
         raise TypeError(f"attention: this kernel takes bfloat16 (q is {pb.dtype})")
     if num_sms is not None and (not isinstance(num_sms, int) or isinstance(num_sms, bool) or num_sms < 1):
         raise ValueError(f"attention: num_sms must be a positive int, got {num_sms!r}")
+    lib = host.one_library(q, k, v)
+    if lib != "numpy":
+        sms = device_sms(array_device(q))          # raises on a GPU that is not sm_100-class
+        num_sms = num_sms or sms
     cfg = config(pb.head_dim)
-    q_view, q_row_mul, q_bat_mul = _tma_view(q, pb.varlen)
-    k_view, kv_row_mul, kv_bat_mul = _tma_view(k, pb.varlen)
-    v_view, v_row_mul, v_bat_mul = _tma_view(v, pb.varlen)
+    q_view, q_row_mul, q_bat_mul = host.tma_view(q, pb.varlen, lib)
+    k_view, kv_row_mul, kv_bat_mul = host.tma_view(k, pb.varlen, lib)
+    v_view, v_row_mul, v_bat_mul = host.tma_view(v, pb.varlen, lib)
     if (v_row_mul, v_bat_mul) != (kv_row_mul, kv_bat_mul):      # k and v must be addressed alike
-        k_view, kv_row_mul, kv_bat_mul = _tma_view(np.ascontiguousarray(k), pb.varlen)
-        v_view, _, _ = _tma_view(np.ascontiguousarray(v), pb.varlen)
+        k_view, kv_row_mul, kv_bat_mul = host.tma_view(host.contiguous(k, lib), pb.varlen, lib)
+        v_view, _, _ = host.tma_view(host.contiguous(v, lib), pb.varlen, lib)
     total_q = pb.offsets_q[-1]
-    o = np.full(q.shape, np.nan, q.dtype)
+    o = host.empty(tuple(q.shape), pb.dtype, q, lib)
     if pb.varlen:
-        lse = np.full((pb.heads, total_q), np.nan, np.float32)
+        lse = host.empty((pb.heads, total_q), "float32", q, lib)
         lse_b, lse_h, lse_row_mul = 0, total_q, 1
     else:
-        lse = np.full((pb.batch, pb.heads, pb.max_seqlen_q), np.nan, np.float32)
+        lse = host.empty((pb.batch, pb.heads, pb.max_seqlen_q), "float32", q, lib)
         lse_b, lse_h, lse_row_mul = pb.heads * pb.max_seqlen_q, pb.max_seqlen_q, 0
-    cu_q = np.asarray(pb.offsets_q, np.int32)
-    cu_k = np.asarray(pb.offsets_k, np.int32)
+    if lib == "numpy":
+        cu_q, cu_k = np.asarray(pb.offsets_q, np.int32), np.asarray(pb.offsets_k, np.int32)
+    else:
+        cu_q, cu_k = host.device_offsets(pb.offsets_q, q, lib), host.device_offsets(pb.offsets_k, q, lib)
     n_mb = max(1, -(-pb.max_seqlen_q // (cfg.q_tiles * BM)))
     n_tiles = n_mb * pb.heads * pb.batch
     grid = (min(n_tiles, num_sms or SM100_SMS),)
     kv = kv_plan(cfg.bn)
-    args = [o, lse, tylo.prepare_tma(q_plan(), q_view), tylo.prepare_tma(kv, k_view), tylo.prepare_tma(kv, v_view),
-            cu_q, cu_k, pb.heads, pb.group, n_mb, n_tiles, q_row_mul, q_bat_mul, kv_row_mul, kv_bat_mul, lse_b,
-            lse_h, lse_row_mul, pb.scale, pb.scale * LOG2E]
+    args = [o, lse, host.tma_binding(q_plan(), q_view, lib), host.tma_binding(kv, k_view, lib),
+            host.tma_binding(kv, v_view, lib), cu_q, cu_k, pb.heads, pb.group, n_mb, n_tiles, q_row_mul, q_bat_mul,
+            kv_row_mul, kv_bat_mul, lse_b, lse_h, lse_row_mul, pb.scale, pb.scale * LOG2E]
     return grid, args, constexprs_for(pb.head_dim, pb.causal), o, lse
 
 
 def attention(q, k, v, causal=False, scale=None, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,
               max_seqlen_k=None):
-    """FlashAttention forward (see the module docstring) on numpy arrays (ml_dtypes.bfloat16), run in
-    tylo's interpreter: no sm_100 GPU is available to this project, so there is no device path yet."""
+    """FlashAttention forward (see the module docstring). torch/cupy/tylo device arrays launch the sm_100a
+    kernel on an sm_100-class GPU (torch's/cupy's current stream) and return arrays of their library (any
+    other GPU: RuntimeError, ``check_sm100``); numpy arrays (ml_dtypes.bfloat16) run in tylo's
+    interpreter."""
     grid, args, cx, o, lse = prepare(q, k, v, causal, scale, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)
-    if o.size:
-        interpreted()[grid, THREADS](*args, cx["D"], cx["CAUSAL"])
+    if math.prod(o.shape):
+        kernel = interpreted() if host.array_library(q) == "numpy" else device_kernel()
+        kernel[grid, THREADS](*args, *cx.values())
     return o, lse
+
+
+_DEVICE = []
+
+
+def device_kernel():
+    """``attention_fwd`` built for sm_100a whatever GPU 0 is (``prepare`` has checked the arrays' GPU), once."""
+    if not _DEVICE:
+        _DEVICE.append(tylo.jit(arch="sm_100a")(attention_fwd.fn))
+    return _DEVICE[0]
 
 
 _INTERPRETED = []
@@ -673,26 +709,44 @@ def interpreted():
 reference = host.reference      # the float64 (or low-precision) reference both attention examples check against
 
 
+def sm100_present() -> bool:
+    """Whether GPU 0 is sm_100-class (False without a GPU)."""
+    from tylo.runtime import driver
+    return driver.gpu_available() and driver.compute_capability(0)[0] == 10
+
+
 def run() -> None:
-    """Runs in the interpreter (no sm_100a GPU is available): O and LSE against float64."""
+    """Checks itself against float64 (O by FlashAttention-3's criterion, LSE): on an sm_100-class GPU when
+    one is present (tylo device arrays), else in the interpreter on small shapes."""
     import ml_dtypes
 
+    gpu = sm100_present()
     rng = np.random.default_rng()
-    for sq, sk, d, causal, heads in [(128, 128, 64, False, 2), (200, 150, 64, True, 1)]:
-        q = rng.standard_normal((1, sq, heads, d)).astype(ml_dtypes.bfloat16)
-        k = rng.standard_normal((1, sk, 1, d)).astype(ml_dtypes.bfloat16)
-        v = rng.standard_normal((1, sk, 1, d)).astype(ml_dtypes.bfloat16)
-        o, lse = attention(q, k, v, causal=causal)
-        ref, ref_lse = reference(q[0], k[0], v[0], causal, 1 / math.sqrt(d))
-        err = np.abs(o[0].astype(np.float64) - ref).max()
-        bf_err = np.abs(reference(q[0], k[0], v[0], causal, 1 / math.sqrt(d), ml_dtypes.bfloat16)[0] - ref).max()
-        fin = np.isfinite(ref_lse)
-        lse_err = np.abs(lse[0][fin] - ref_lse[fin]).max()
-        # FlashAttention-3's criterion: at most twice the error of a bf16 reference, plus a small atol
-        assert err <= 2 * bf_err + 1e-3 and lse_err < 1e-4, (err, bf_err, lse_err)
-        assert np.array_equal(np.isneginf(lse[0]), ~fin)
-        print(f"blackwell_attention sq={sq} sk={sk} d={d} causal={causal} (interpreter): max |O - ref| {err:.1e}, "
-              f"max |LSE - ref| {lse_err:.1e}")
+    # (batch, seqlen_q, seqlen_k, heads, kv_heads, head_dim, causal)
+    cases = ([(2, 1000, 1000, 4, 2, 128, False), (1, 777, 1500, 2, 1, 64, True), (1, 300, 259, 2, 2, 256, True)]
+             if gpu else [(1, 128, 128, 2, 1, 64, False), (1, 200, 150, 1, 1, 64, True)])
+    for b, sq, sk, heads, kv_heads, d, causal in cases:
+        q = rng.standard_normal((b, sq, heads, d)).astype(ml_dtypes.bfloat16)
+        k = rng.standard_normal((b, sk, kv_heads, d)).astype(ml_dtypes.bfloat16)
+        v = rng.standard_normal((b, sk, kv_heads, d)).astype(ml_dtypes.bfloat16)
+        if gpu:
+            o, lse = attention(tylo.to_device(q), tylo.to_device(k), tylo.to_device(v), causal=causal)
+            o, lse = o.to_host(), lse.to_host()
+        else:
+            o, lse = attention(q, k, v, causal=causal)
+        for i in range(b):
+            ref, ref_lse = reference(q[i], k[i], v[i], causal, 1 / math.sqrt(d))
+            err = np.abs(o[i].astype(np.float64) - ref).max()
+            bf_err = np.abs(reference(q[i], k[i], v[i], causal, 1 / math.sqrt(d), ml_dtypes.bfloat16)[0] - ref).max()
+            fin = np.isfinite(ref_lse)
+            lse_err = np.abs(lse[i][fin] - ref_lse[fin]).max() if fin.any() else 0.0
+            # FlashAttention-3's criterion: at most twice the error of a bf16 reference, plus a small atol
+            # LSE: 1e-4 in the interpreter; 1e-3 on the GPU (ex2/lg2.approx), as the Hopper example allows
+            assert err <= 2 * bf_err + 1e-3 and lse_err < (1e-3 if gpu else 1e-4), (err, bf_err, lse_err)
+            assert np.array_equal(np.isneginf(lse[i]), ~fin)
+        where = "GPU" if gpu else "interpreter"
+        print(f"blackwell_attention b={b} sq={sq} sk={sk} heads={heads}/{kv_heads} d={d} causal={causal} ({where}): "
+              f"max |O - ref| {err:.1e}, max |LSE - ref| {lse_err:.1e}")
 
 
 if __name__ == "__main__":

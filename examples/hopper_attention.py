@@ -19,7 +19,7 @@ rows, head, batch entry); a CTA walks units x, x + grid, ...: one CTA per SM for
   tile (``q_full``, after ``q_empty`` says the previous unit's last S is done), then per key block j the
   K block (``k_full[s]``, after ``k_empty[s]``) and the V block (``v_full[s]``, after ``v_empty[s]``)
   into STAGES-deep rings whose position carries across units. q, k, v are bound as 3-D TMA maps (rows x
-  head_dim, batched over heads or batch x heads: ``_tma_view``); head_dim is loaded as 64-column boxes
+  head_dim, batched over heads or batch x heads: ``attention_host.tma_view``); head_dim is loaded as 64-column boxes
   (one 128-byte swizzle row each), side by side in shared memory.
 * warpgroups 1..CONSUMERS -- the consumers (``setmaxnreg_inc``), 64 query rows each: S = Q K^T by
   WGMMA from shared memory (both K-major, K = head_dim in one plan), the mask from
@@ -374,76 +374,6 @@ AOT = [(attention_fwd, signature(tylo.bf16, d, c), constexprs(tylo.bf16, d, c), 
 
 # ---------------------------------------------------------------------------------------------- host side
 
-def _library(x):
-    """'numpy' (the interpreter), 'torch', 'cupy' or 'tylo' (a tylo DeviceArray or another device array)."""
-    mod = type(x).__module__.split(".")[0]
-    if isinstance(x, np.ndarray):
-        return "numpy"
-    return mod if mod in ("torch", "cupy") else "tylo"
-
-
-class _DeviceView:
-    """A strided view of device memory (``__cuda_array_interface__``), for TMA maps over torch, cupy and
-    tylo arrays alike; it keeps ``base`` alive."""
-
-    def __init__(self, base, ptr, dtype, shape, strides):
-        self.base, self.dtype, self.shape = base, dtype, tuple(shape)
-        item = dtype.itemsize
-        self.__cuda_array_interface__ = {"shape": self.shape, "strides": tuple(s * item for s in strides),
-                                         "typestr": dtype.str, "data": (ptr, False), "version": 3}
-
-
-def _numpy_dtype(name):
-    import ml_dtypes
-    return np.dtype(ml_dtypes.bfloat16) if name == "bfloat16" else np.dtype(np.float16)
-
-
-def _strided(x, lib, ptr, shape, strides):
-    """x's memory as ``shape`` / element ``strides`` (numpy: ``as_strided``; device: a _DeviceView)."""
-    if lib == "numpy":
-        item = x.itemsize
-        return np.lib.stride_tricks.as_strided(x, shape, tuple(s * item for s in strides))
-    return _DeviceView(x, ptr, _numpy_dtype(host.dtype_name(x)), shape, strides)
-
-
-def _contiguous(x, lib):
-    if lib == "numpy":
-        return np.ascontiguousarray(x)
-    if lib == "torch":
-        return x.contiguous()
-    if lib == "cupy":
-        import cupy
-        return cupy.ascontiguousarray(x)
-    raise ValueError("attention: a tylo DeviceArray is always contiguous")    # unreachable: no views exist
-
-
-def _pointer(x, lib):
-    if lib == "numpy":
-        return x.ctypes.data
-    from tylo.runtime import describe_array
-    return describe_array(x).ptr
-
-
-def _tma_view(x, packed: bool, lib: str):
-    """A 3-D (batch, rows, head_dim) view of q, k or v for a batched TMA map, and how to address it.
-
-    Returns ``(view, row_mul, bat_mul)``: sequence b, head h, position i is row
-    ``row_mul * offset[b] + i`` of batch entry ``bat_mul * b + h``. Rows of all sequences share one
-    axis (stride = the sequence stride) when the layout allows it (BSHD, packed varlen); otherwise
-    batch and heads share the batch axis (BHSD views). Anything else is copied (rare)."""
-    st = host.element_strides(x)
-    ptr = _pointer(x, lib)
-    if packed:                                   # (total, heads, d): rows along total
-        total, nh, d = x.shape
-        return _strided(x, lib, ptr, (nh, total, d), (st[1], st[0], 1)), 1, 0
-    bsz, seq, nh, d = x.shape
-    if bsz == 1 or st[0] == seq * st[1]:         # BSHD-like: batch and sequence merge into rows
-        return _strided(x, lib, ptr, (nh, bsz * seq, d), (st[2], st[1], 1)), 1, 0
-    if nh == 1 or st[0] == nh * st[2]:           # BHSD-like: batch and heads merge into the batch axis
-        return _strided(x, lib, ptr, (bsz * nh, seq, d), (st[2], st[1], 1)), 0, nh
-    return _tma_view(_contiguous(x, lib), packed, lib)
-
-
 PERSISTENT = True          # non-causal: one CTA per SM walks the work units (static schedule)
 PERSISTENT_CAUSAL = False  # causal: one CTA per unit unless set (measured: docs/attention.md)
 _SMS = []
@@ -460,59 +390,6 @@ def grid_size(units, causal):
     return min(units, _SMS[0])
 
 
-_BINDINGS = {}
-
-
-def _binding(plan, view, lib):
-    """TMA maps cached per (plan, address, shape, strides) for device arrays (encoding one costs tens of us)."""
-    if lib == "numpy":
-        return tylo.prepare_tma(plan, view)
-    cai = view.__cuda_array_interface__
-    key = (plan, cai["data"][0], cai["shape"], cai["strides"])
-    b = _BINDINGS.get(key)
-    if b is None:
-        if len(_BINDINGS) >= 48:                 # bindings keep their arrays alive
-            _BINDINGS.clear()
-        b = _BINDINGS[key] = tylo.prepare_tma(plan, view)
-    return b
-
-
-_OFFSETS = {}
-
-
-def _device_offsets(values, like, lib):
-    """An int32 device array of ``values`` (cached: batched calls reuse their offsets)."""
-    key = (lib, values, str(getattr(like, "device", "")))
-    a = _OFFSETS.get(key)
-    if a is None:
-        if len(_OFFSETS) >= 64:
-            _OFFSETS.clear()
-        host_vals = np.asarray(values, np.int32)
-        if lib == "torch":
-            import torch
-            a = torch.from_numpy(host_vals).to(like.device)
-        elif lib == "cupy":
-            import cupy
-            a = cupy.asarray(host_vals)
-        else:
-            a = tylo.to_device(host_vals)
-        _OFFSETS[key] = a
-    return a
-
-
-def _empty(shape, dtype_name, like, lib):
-    if lib == "numpy":
-        return np.full(shape, np.nan, _numpy_dtype(dtype_name) if dtype_name != "float32" else np.float32)
-    if lib == "torch":
-        import torch
-        dt = {"bfloat16": torch.bfloat16, "float16": torch.float16, "float32": torch.float32}[dtype_name]
-        return torch.empty(shape, dtype=dt, device=like.device)
-    if lib == "cupy":
-        import cupy
-        return cupy.empty(shape, like.dtype if dtype_name != "float32" else np.float32)
-    return tylo.empty(shape, _numpy_dtype(dtype_name) if dtype_name != "float32" else np.float32)
-
-
 def prepare(q, k, v, causal=False, scale=None, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,
             max_seqlen_k=None, ctas=None):
     """Check the arguments and build one launch: ``(grid, block, args, constexprs, o, lse, lib)``; ``args``
@@ -521,37 +398,35 @@ def prepare(q, k, v, causal=False, scale=None, cu_seqlens_q=None, cu_seqlens_k=N
     interpreter)."""
     pb = host.check_attention_args(q, k, v, causal, scale, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
                                    head_dims=HEAD_DIMS)
-    libs = {_library(x) for x in (q, k, v)}
-    if len(libs) != 1:
-        raise TypeError(f"attention: q, k and v must come from one array library, got {sorted(libs)}")
-    lib = libs.pop()
+    lib = host.one_library(q, k, v)
     dtype = DTYPES[pb.dtype]
     cfg = tile_config(pb.head_dim, pb.causal)
     q_plan, kv_plan, _, _ = plans(dtype, pb.head_dim, cfg.bn, cfg.consumers)
-    q_view, q_row_mul, q_bat_mul = _tma_view(q, pb.varlen, lib)
-    k_view, kv_row_mul, kv_bat_mul = _tma_view(k, pb.varlen, lib)
-    v_view, v_row_mul, v_bat_mul = _tma_view(v, pb.varlen, lib)
+    q_view, q_row_mul, q_bat_mul = host.tma_view(q, pb.varlen, lib)
+    k_view, kv_row_mul, kv_bat_mul = host.tma_view(k, pb.varlen, lib)
+    v_view, v_row_mul, v_bat_mul = host.tma_view(v, pb.varlen, lib)
     if (v_row_mul, v_bat_mul) != (kv_row_mul, kv_bat_mul):      # k and v must be addressed alike
-        k_view, kv_row_mul, kv_bat_mul = _tma_view(_contiguous(k, lib), pb.varlen, lib)
-        v_view, _, _ = _tma_view(_contiguous(v, lib), pb.varlen, lib)
+        k_view, kv_row_mul, kv_bat_mul = host.tma_view(host.contiguous(k, lib), pb.varlen, lib)
+        v_view, _, _ = host.tma_view(host.contiguous(v, lib), pb.varlen, lib)
     total_q = pb.offsets_q[-1]
-    o = _empty(tuple(q.shape), pb.dtype, q, lib)
+    o = host.empty(tuple(q.shape), pb.dtype, q, lib)
     if pb.varlen:
-        lse = _empty((pb.heads, total_q), "float32", q, lib)
+        lse = host.empty((pb.heads, total_q), "float32", q, lib)
         lse_b, lse_h, lse_row_mul = 0, total_q, 1
     else:
-        lse = _empty((pb.batch, pb.heads, pb.max_seqlen_q), "float32", q, lib)
+        lse = host.empty((pb.batch, pb.heads, pb.max_seqlen_q), "float32", q, lib)
         lse_b, lse_h, lse_row_mul = pb.heads * pb.max_seqlen_q, pb.max_seqlen_q, 0
     if lib == "numpy":
         cu_q, cu_k = np.asarray(pb.offsets_q, np.int32), np.asarray(pb.offsets_k, np.int32)
     else:
-        cu_q, cu_k = _device_offsets(pb.offsets_q, q, lib), _device_offsets(pb.offsets_k, q, lib)
+        cu_q, cu_k = host.device_offsets(pb.offsets_q, q, lib), host.device_offsets(pb.offsets_k, q, lib)
     num_m = max(1, (pb.max_seqlen_q + cfg.bm - 1) // cfg.bm)
     units = num_m * pb.heads * pb.batch
     if ctas is None:
         ctas = units if lib == "numpy" else grid_size(units, pb.causal)
     grid = (max(1, min(ctas, units)), 1, 1)
-    args = [o, lse, _binding(q_plan, q_view, lib), _binding(kv_plan, k_view, lib), _binding(kv_plan, v_view, lib),
+    args = [o, lse, host.tma_binding(q_plan, q_view, lib), host.tma_binding(kv_plan, k_view, lib),
+            host.tma_binding(kv_plan, v_view, lib),
             cu_q, cu_k, pb.heads, pb.group, q_row_mul, q_bat_mul, kv_row_mul, kv_bat_mul, lse_b, lse_h, lse_row_mul,
             num_m, pb.batch, pb.max_seqlen_q, pb.max_seqlen_k, pb.scale * LOG2E]
     cx = constexprs(dtype, pb.head_dim, pb.causal, pb.varlen)
@@ -568,8 +443,8 @@ def attention(q, k, v, causal=False, scale=None, cu_seqlens_q=None, cu_seqlens_k
     hit = _LAUNCHES.get(key) if key is not None else None
     if hit is not None:                 # checked before with these exact arrays: allocate and launch
         grid, block, template, cx, lse_shape, lib = hit
-        o = _empty(tuple(q.shape), host.dtype_name(q), q, lib)
-        lse = _empty(lse_shape, "float32", q, lib)
+        o = host.empty(tuple(q.shape), host.dtype_name(q), q, lib)
+        lse = host.empty(lse_shape, "float32", q, lib)
         if math.prod(o.shape):
             attention_fwd[grid, block](o, lse, *template, *cx.values())
         return o, lse
@@ -593,8 +468,8 @@ def launch_key(q, k, v, causal, scale):
     strides, ``causal`` and ``scale`` (None for numpy arrays and for arguments ``prepare`` must judge)."""
     if type(causal) is not bool or not (scale is None or type(scale) in (int, float)):
         return None
-    lib = _library(q)
-    if lib == "numpy" or any(_library(x) != lib for x in (k, v)):
+    lib = host.array_library(q)
+    if lib == "numpy" or any(host.array_library(x) != lib for x in (k, v)):
         return None
     from tylo.runtime import describe_array
     try:
