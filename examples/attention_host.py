@@ -45,7 +45,8 @@ SUPPORTED_DTYPES = ("bfloat16", "float16")
 
 __all__ = ["AttentionProblem", "check_attention_args", "dtype_name", "element_strides", "reference",
            "SUPPORTED_HEAD_DIMS", "SUPPORTED_DTYPES", "array_library", "one_library", "DeviceView", "numpy_dtype",
-           "strided", "contiguous", "pointer", "tma_view", "tma_binding", "device_offsets", "empty"]
+           "strided", "contiguous", "pointer", "tma_view", "tma_binding", "device_offsets", "empty", "KernelOperands",
+           "kernel_operands"]
 
 
 @dataclass(frozen=True)
@@ -370,3 +371,51 @@ def empty(shape, dtype_name, like, lib):
         import cupy
         return cupy.empty(shape, like.dtype if dtype_name != "float32" else np.float32)
     return tylo.empty(shape, numpy_dtype(dtype_name) if dtype_name != "float32" else np.float32)
+
+
+@dataclass(frozen=True, eq=False)
+class KernelOperands:
+    """The array operands both attention kernels take from one call: 3-D TMA views of q, k and v and how
+    rows address them (``tma_view``: sequence b, head h, position i is row ``row_mul * offset[b] + i`` of
+    batch entry ``bat_mul * b + h``; k and v share theirs), the outputs ``o`` and ``lse`` (NaN-poisoned for
+    numpy) with lse's strides (entry ``b * lse_b + h * lse_h + lse_row_mul * offset[b] + row``), and the
+    int32 sequence offsets ``cu_q`` / ``cu_k`` in the arrays' library."""
+
+    q_view: object
+    k_view: object
+    v_view: object
+    q_row_mul: int
+    q_bat_mul: int
+    kv_row_mul: int
+    kv_bat_mul: int
+    o: object
+    lse: object
+    lse_b: int
+    lse_h: int
+    lse_row_mul: int
+    cu_q: object
+    cu_k: object
+
+
+def kernel_operands(q, k, v, pb: AttentionProblem, lib: str) -> KernelOperands:
+    """Views, outputs and offsets of one checked call (``pb`` from ``check_attention_args``)."""
+    q_view, q_row_mul, q_bat_mul = tma_view(q, pb.varlen, lib)
+    k_view, kv_row_mul, kv_bat_mul = tma_view(k, pb.varlen, lib)
+    v_view, v_row_mul, v_bat_mul = tma_view(v, pb.varlen, lib)
+    if (v_row_mul, v_bat_mul) != (kv_row_mul, kv_bat_mul):      # k and v must be addressed alike
+        k_view, kv_row_mul, kv_bat_mul = tma_view(contiguous(k, lib), pb.varlen, lib)
+        v_view, _, _ = tma_view(contiguous(v, lib), pb.varlen, lib)
+    total_q = pb.offsets_q[-1]
+    o = empty(tuple(q.shape), pb.dtype, q, lib)
+    if pb.varlen:
+        lse = empty((pb.heads, total_q), "float32", q, lib)
+        lse_b, lse_h, lse_row_mul = 0, total_q, 1
+    else:
+        lse = empty((pb.batch, pb.heads, pb.max_seqlen_q), "float32", q, lib)
+        lse_b, lse_h, lse_row_mul = pb.heads * pb.max_seqlen_q, pb.max_seqlen_q, 0
+    if lib == "numpy":
+        cu_q, cu_k = np.asarray(pb.offsets_q, np.int32), np.asarray(pb.offsets_k, np.int32)
+    else:
+        cu_q, cu_k = device_offsets(pb.offsets_q, q, lib), device_offsets(pb.offsets_k, q, lib)
+    return KernelOperands(q_view, k_view, v_view, q_row_mul, q_bat_mul, kv_row_mul, kv_bat_mul, o, lse, lse_b, lse_h,
+                          lse_row_mul, cu_q, cu_k)

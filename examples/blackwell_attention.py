@@ -645,32 +645,16 @@ def prepare(q, k, v, causal=False, scale=None, cu_seqlens_q=None, cu_seqlens_k=N
         sms = device_sms(array_device(q))          # raises on a GPU that is not sm_100-class
         num_sms = num_sms or sms
     cfg = config(pb.head_dim)
-    q_view, q_row_mul, q_bat_mul = host.tma_view(q, pb.varlen, lib)
-    k_view, kv_row_mul, kv_bat_mul = host.tma_view(k, pb.varlen, lib)
-    v_view, v_row_mul, v_bat_mul = host.tma_view(v, pb.varlen, lib)
-    if (v_row_mul, v_bat_mul) != (kv_row_mul, kv_bat_mul):      # k and v must be addressed alike
-        k_view, kv_row_mul, kv_bat_mul = host.tma_view(host.contiguous(k, lib), pb.varlen, lib)
-        v_view, _, _ = host.tma_view(host.contiguous(v, lib), pb.varlen, lib)
-    total_q = pb.offsets_q[-1]
-    o = host.empty(tuple(q.shape), pb.dtype, q, lib)
-    if pb.varlen:
-        lse = host.empty((pb.heads, total_q), "float32", q, lib)
-        lse_b, lse_h, lse_row_mul = 0, total_q, 1
-    else:
-        lse = host.empty((pb.batch, pb.heads, pb.max_seqlen_q), "float32", q, lib)
-        lse_b, lse_h, lse_row_mul = pb.heads * pb.max_seqlen_q, pb.max_seqlen_q, 0
-    if lib == "numpy":
-        cu_q, cu_k = np.asarray(pb.offsets_q, np.int32), np.asarray(pb.offsets_k, np.int32)
-    else:
-        cu_q, cu_k = host.device_offsets(pb.offsets_q, q, lib), host.device_offsets(pb.offsets_k, q, lib)
+    ops = host.kernel_operands(q, k, v, pb, lib)
     n_mb = max(1, -(-pb.max_seqlen_q // (cfg.q_tiles * BM)))
     n_tiles = n_mb * pb.heads * pb.batch
     grid = (min(n_tiles, num_sms or SM100_SMS),)
     kv = kv_plan(cfg.bn)
-    args = [o, lse, host.tma_binding(q_plan(), q_view, lib), host.tma_binding(kv, k_view, lib),
-            host.tma_binding(kv, v_view, lib), cu_q, cu_k, pb.heads, pb.group, n_mb, n_tiles, q_row_mul, q_bat_mul,
-            kv_row_mul, kv_bat_mul, lse_b, lse_h, lse_row_mul, pb.scale, pb.scale * LOG2E]
-    return grid, args, constexprs_for(pb.head_dim, pb.causal), o, lse
+    args = [ops.o, ops.lse, host.tma_binding(q_plan(), ops.q_view, lib), host.tma_binding(kv, ops.k_view, lib),
+            host.tma_binding(kv, ops.v_view, lib), ops.cu_q, ops.cu_k, pb.heads, pb.group, n_mb, n_tiles,
+            ops.q_row_mul, ops.q_bat_mul, ops.kv_row_mul, ops.kv_bat_mul, ops.lse_b, ops.lse_h, ops.lse_row_mul,
+            pb.scale, pb.scale * LOG2E]
+    return grid, args, constexprs_for(pb.head_dim, pb.causal), ops.o, ops.lse
 
 
 def attention(q, k, v, causal=False, scale=None, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,

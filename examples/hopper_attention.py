@@ -402,35 +402,18 @@ def prepare(q, k, v, causal=False, scale=None, cu_seqlens_q=None, cu_seqlens_k=N
     dtype = DTYPES[pb.dtype]
     cfg = tile_config(pb.head_dim, pb.causal)
     q_plan, kv_plan, _, _ = plans(dtype, pb.head_dim, cfg.bn, cfg.consumers)
-    q_view, q_row_mul, q_bat_mul = host.tma_view(q, pb.varlen, lib)
-    k_view, kv_row_mul, kv_bat_mul = host.tma_view(k, pb.varlen, lib)
-    v_view, v_row_mul, v_bat_mul = host.tma_view(v, pb.varlen, lib)
-    if (v_row_mul, v_bat_mul) != (kv_row_mul, kv_bat_mul):      # k and v must be addressed alike
-        k_view, kv_row_mul, kv_bat_mul = host.tma_view(host.contiguous(k, lib), pb.varlen, lib)
-        v_view, _, _ = host.tma_view(host.contiguous(v, lib), pb.varlen, lib)
-    total_q = pb.offsets_q[-1]
-    o = host.empty(tuple(q.shape), pb.dtype, q, lib)
-    if pb.varlen:
-        lse = host.empty((pb.heads, total_q), "float32", q, lib)
-        lse_b, lse_h, lse_row_mul = 0, total_q, 1
-    else:
-        lse = host.empty((pb.batch, pb.heads, pb.max_seqlen_q), "float32", q, lib)
-        lse_b, lse_h, lse_row_mul = pb.heads * pb.max_seqlen_q, pb.max_seqlen_q, 0
-    if lib == "numpy":
-        cu_q, cu_k = np.asarray(pb.offsets_q, np.int32), np.asarray(pb.offsets_k, np.int32)
-    else:
-        cu_q, cu_k = host.device_offsets(pb.offsets_q, q, lib), host.device_offsets(pb.offsets_k, q, lib)
+    ops = host.kernel_operands(q, k, v, pb, lib)
     num_m = max(1, (pb.max_seqlen_q + cfg.bm - 1) // cfg.bm)
     units = num_m * pb.heads * pb.batch
     if ctas is None:
         ctas = units if lib == "numpy" else grid_size(units, pb.causal)
     grid = (max(1, min(ctas, units)), 1, 1)
-    args = [o, lse, host.tma_binding(q_plan, q_view, lib), host.tma_binding(kv_plan, k_view, lib),
-            host.tma_binding(kv_plan, v_view, lib),
-            cu_q, cu_k, pb.heads, pb.group, q_row_mul, q_bat_mul, kv_row_mul, kv_bat_mul, lse_b, lse_h, lse_row_mul,
+    args = [ops.o, ops.lse, host.tma_binding(q_plan, ops.q_view, lib), host.tma_binding(kv_plan, ops.k_view, lib),
+            host.tma_binding(kv_plan, ops.v_view, lib), ops.cu_q, ops.cu_k, pb.heads, pb.group, ops.q_row_mul,
+            ops.q_bat_mul, ops.kv_row_mul, ops.kv_bat_mul, ops.lse_b, ops.lse_h, ops.lse_row_mul,
             num_m, pb.batch, pb.max_seqlen_q, pb.max_seqlen_k, pb.scale * LOG2E]
     cx = constexprs(dtype, pb.head_dim, pb.causal, pb.varlen)
-    return grid, cfg.threads, args, cx, o, lse, lib
+    return grid, cfg.threads, args, cx, ops.o, ops.lse, lib
 
 
 def attention(q, k, v, causal=False, scale=None, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,
