@@ -28,6 +28,8 @@ import argparse
 import os
 import sys
 
+from tylo.runtime import driver
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "examples"))
 
@@ -181,7 +183,7 @@ def describe_config(cfg):
 def sweep(hg, launch, c, a, b, M, N, K, lay, fp8, count, torch):
     """Time the ``count`` configurations the cost model ranks best (and the heuristic's pick) on this shape."""
     dtype = hg.INPUT_TYPES["f8e4m3" if fp8 else "bf16"]
-    sms = hg._sm_count()
+    sms = driver.sm_count()
     ranked = sorted(hg.candidate_configs(M, N, K, dtype, lay[0] == "r", lay[1] == "c"),
                     key=lambda cfg: hg.estimate_seconds(cfg, M, N, K, dtype.itemsize, sms))
     chosen = hg.choose_config(M, N, K, dtype, sms, lay[0] == "r", lay[1] == "c")
@@ -295,7 +297,7 @@ def main():
             chosen = ""
             if args.kernel == "hopper":
                 chosen = describe_config(hopper_gemm.choose_config(
-                    M, N, K, hopper_gemm.INPUT_TYPES["f8e4m3" if fp8 else "bf16"], hopper_gemm._sm_count(),
+                    M, N, K, hopper_gemm.INPUT_TYPES["f8e4m3" if fp8 else "bf16"], driver.sm_count(),
                     lay[0] == "r", lay[1] == "c"))
                 if args.baseline:
                     base = hopper_gemm.GemmConfig(direct=N % 8 != 0)

@@ -616,7 +616,7 @@ def device_sms(device):
     if sms is None:
         from tylo.runtime import driver
         check_sm100(driver.compute_capability(device), device)
-        sms = _SMS[device] = driver.devices()[device]["sm_count"]
+        sms = _SMS[device] = driver.sm_count(device)
     return sms
 
 

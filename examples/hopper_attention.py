@@ -47,6 +47,7 @@ import tylo.lang.mbarrier as mb
 import tylo.lang.tma as tma
 import tylo.lang.wgmma as wg
 from tylo.layouts import Layout, permutedims, window
+from tylo.runtime import driver
 from tylo.runtime.arrays import array_fingerprint
 
 try:
@@ -377,18 +378,12 @@ AOT = [(attention_fwd, signature(tylo.bf16, d, c), constexprs(tylo.bf16, d, c), 
 
 PERSISTENT = True          # non-causal: one CTA per SM walks the work units (static schedule)
 PERSISTENT_CAUSAL = False  # causal: one CTA per unit unless set (measured: docs/attention.md)
-_SMS = []
-
-
 def grid_size(units, causal):
     """CTAs to launch: one per SM for non-causal work (persistent, equal units: a static schedule balances);
     one per unit for causal (the hardware hands the next unit, longest first, to whichever SM frees up)."""
     if not (PERSISTENT_CAUSAL if causal else PERSISTENT):
         return units
-    if not _SMS:
-        from tylo.runtime import driver
-        _SMS.append(driver.devices()[0]["sm_count"])
-    return min(units, _SMS[0])
+    return min(units, driver.sm_count())
 
 
 def prepare(q, k, v, causal=False, scale=None, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,

@@ -38,6 +38,7 @@ import tylo.lang.wgmma as wg
 from tylo import Layout
 from tylo.codegen.targets import resource_limits
 from tylo.lang.mma import zero_accumulator
+from tylo.runtime import driver
 from tylo.runtime.arrays import array_fingerprint
 
 BM, BN = 128, 256                # the default (large-shape) CTA tile: two consumer warpgroups of 64 x 256
@@ -508,15 +509,7 @@ def operand_storage(x, name, shape, k_axis):
 INPUT_TYPES = {"bf16": tylo.bf16, "f8e4m3": tylo.f8e4m3, "f8e5m2": tylo.f8e5m2}
 
 
-_SMS = []
 _WORKSPACE = {}
-
-
-def _sm_count():
-    if not _SMS:
-        from tylo.runtime import driver
-        _SMS.append(driver.devices()[0]["sm_count"])
-    return _SMS[0]
 
 
 def _workspace(elems, stream):
@@ -599,7 +592,7 @@ def prepare(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=Non
     b_store, b_mn, b_dtype, b_where = operand_storage(b, "B", (K, N), 0)
     if b_dtype != dtype:
         raise ValueError(f"hopper_gemm: A holds {dtype} and B {b_dtype}; both must have one type")
-    sms = _sm_count()
+    sms = driver.sm_count()
     if config is None:
         if (stages, group_m, c_bufs) != (None, None, None):
             config = GemmConfig(stages=stages or 4, group_m=group_m or 8, c_bufs=c_bufs or 2)

@@ -11,6 +11,8 @@ sys.path.insert(0, os.path.join(ROOT, "examples"))
 
 import hopper_gemm as hg  # noqa: E402
 
+from tylo.runtime import driver  # noqa: E402
+
 pytestmark = pytest.mark.gpu
 
 C = hg.GemmConfig
@@ -121,5 +123,5 @@ def test_heuristic_choice_is_correct(M, N, K):
     c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
     cfg = hg.launch(c, a, b, M, N, K)
     torch.cuda.synchronize()
-    assert cfg == hg.choose_config(M, N, K, hg.INPUT_TYPES["bf16"], hg._sm_count(), True, True)
+    assert cfg == hg.choose_config(M, N, K, hg.INPUT_TYPES["bf16"], driver.sm_count(), True, True)
     _check(torch, c, a, b)

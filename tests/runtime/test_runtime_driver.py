@@ -80,3 +80,15 @@ def test_host_address_helper_checks_buffers():
     ro.flags.writeable = False
     with pytest.raises(ValueError, match="read-only"):
         driver._host_address(ro, writable=True)
+
+
+def test_sm_count_is_the_device_list_entry_and_follows_the_interpreter_mode(monkeypatch):
+    """``driver.sm_count`` (cached for launch paths) reports ``devices()``'s entry; under TYLO_INTERPRET=1
+    without a GPU that is the interpreter's pseudo-device, and switching the mode is not served stale."""
+    monkeypatch.setenv("TYLO_INTERPRET", "1")
+    assert driver.sm_count() == driver.devices()[0]["sm_count"]
+    if not driver.gpu_available():
+        assert driver.sm_count() == driver.INTERPRETER_DEVICE["sm_count"]
+        monkeypatch.setenv("TYLO_INTERPRET", "0")
+        with pytest.raises(IndexError):
+            driver.sm_count()

@@ -40,7 +40,7 @@ __all__ = [
     "unload_module", "get_function", "function_attributes",
     "set_max_dynamic_shared_memory", "mem_alloc", "mem_free", "memcpy_htod",
     "memcpy_dtoh", "memcpy_dtod", "memset_d8", "synchronize", "stream_synchronize",
-    "pointer_device",
+    "pointer_device", "sm_count",
 ]
 
 _lock = threading.RLock()
@@ -347,6 +347,19 @@ def devices() -> list[dict]:
         found = _devices()
         return found or [dict(INTERPRETER_DEVICE)]
     return _devices()
+
+
+_SM_COUNTS: dict = {}
+
+
+def sm_count(device: int = 0) -> int:
+    """Streaming multiprocessors of ``device`` (``devices()``'s ``sm_count``), cached: persistent-grid
+    launch paths ask on every call. IndexError without such a device."""
+    key = (device, interpreting())          # the interpreter's pseudo-device has its own count
+    n = _SM_COUNTS.get(key)
+    if n is None:
+        n = _SM_COUNTS[key] = devices()[device]["sm_count"]
+    return n
 
 
 def _devices() -> list[dict]:
