@@ -3,11 +3,10 @@ through it for every parameter kind, and @tylo.jit kernels launched through the 
 poisoned first and compared to numpy references. The module must load here (build it with
 ``python scripts/build_native.py``, or tylo builds it on first use): these tests fail otherwise."""
 import ctypes
-import threading
 
 import numpy as np
 import pytest
-from test_runtime_gpu import PTX  # the PTX kernels (tests/runtime is on sys.path under pytest)
+from test_runtime_gpu import PTX, run_in_threads  # the PTX kernels (tests/runtime is on sys.path under pytest)
 
 import tylo
 from tylo import runtime as rt
@@ -146,22 +145,13 @@ def test_launches_from_threads_without_a_context(mod):
     launch = axpy[2, 128]
     launch(outs[0], dx, dx, n, 1.0)
     rt.synchronize()
-    errors = []
 
     def work(i):
-        try:
-            for _ in range(50):
-                launch(outs[i], dx, dx, n, float(i))
-            rt.synchronize()
-        except Exception as e:  # pragma: no cover - reported below
-            errors.append(e)
+        for _ in range(50):
+            launch(outs[i], dx, dx, n, float(i))
+        rt.synchronize()
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors
+    run_in_threads(work, 4)
     for i, o in enumerate(outs):
         np.testing.assert_allclose(o.to_host(), x * i + x)
 

@@ -149,6 +149,26 @@ def _rng():
     return np.random.default_rng(1234)
 
 
+def run_in_threads(work, count):
+    """Run ``work(i)`` for i < count, each in a new thread (no CUDA context current there), and raise the
+    first exception any of them raised."""
+    errors = []
+
+    def guarded(i):
+        try:
+            work(i)
+        except Exception as e:  # pragma: no cover - re-raised below
+            errors.append(e)
+
+    threads = [threading.Thread(target=guarded, args=(i,)) for i in range(count)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+
+
 def test_devices_and_context():
     devs = rt.devices()
     assert devs and devs[0]["compute_capability"].startswith("sm_")
@@ -294,22 +314,13 @@ def test_launch_from_thread_without_context(module):
     x = np.arange(n, dtype=np.float32)
     dx = rt.to_device(x)
     outs = [rt.empty(n, "f32").fill_bytes(0xFF) for _ in range(4)]
-    errors = []
 
     def work(i):
-        try:
-            # this thread has no current context: the launcher makes its own current
-            L.launch(2, 1, 1, 128, 1, 1, 0, (outs[i].ptr, dx.ptr, n, float(i)))
-            driver.synchronize()
-        except Exception as e:  # pragma: no cover - reported below
-            errors.append(e)
+        # this thread has no current context: the launcher makes its own current
+        L.launch(2, 1, 1, 128, 1, 1, 0, (outs[i].ptr, dx.ptr, n, float(i)))
+        driver.synchronize()
 
-    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    assert not errors, errors
+    run_in_threads(work, 4)
     for i, o in enumerate(outs):
         np.testing.assert_allclose(o.to_host(), x * i + n)
 
