@@ -669,6 +669,8 @@ def _compile_error_at(message, loc, internal=True):
     line = linecache.getline(loc.filename, loc.lineno) or None
     text = (f"internal compiler error (a bug in tylo, not in the kernel; please report it): {message}"
             if internal else message)
+    if loc.inlined_at is not None:
+        text += f" (inlined at {loc.inlined_at.line()})"
     return CompileError(text, loc.filename, loc.lineno, loc.col, line)
 
 

@@ -179,12 +179,15 @@ def checked_load(p, i, n):
 
 def via_helper(x, out, n):
     i = tylo.thread_idx.x
-    out[i] = checked_load(x, i, n)
+    out[i] = checked_load(x, i, n)  # LINE:helper_call
 
 
-def test_assert_in_a_helper_names_the_helper_line():
+def test_assert_in_a_helper_names_the_helper_line_and_the_kernel_line_that_inlined_it():
+    where = f"{HERE}:{marker_line('helper_assert')} (inlined at {HERE}:{marker_line('helper_call')})"
     on = tylo.jit(debug=True)(via_helper).compile(SIG, arch="sm_90a")
-    assert any(f.startswith(f"{HERE}:{marker_line('helper_assert')}: ") and f.endswith("helper bound\n")
-               for f in printf_strings(on.ptx))
+    assert any(f.startswith(f"{where}: ") and f.endswith("helper bound\n") for f in printf_strings(on.ptx))
+    with pytest.raises(InterpreterError, match=re.escape(f"{where}: device assertion failed: helper bound")):
+        run(tylo.jit(debug=True)(via_helper).lower(SIG, arch="sm_90a"),
+            [np.ones(4, np.float32), np.zeros(4, np.float32), 3], block=(4, 1, 1))
     off = tylo.jit(via_helper).compile(SIG, arch="sm_90a")
     assert "nv.assert" not in off.ir and "trap;" not in off.ptx

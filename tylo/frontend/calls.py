@@ -133,7 +133,8 @@ class CallsMixin:
             raise self.error(node, f"bad arguments for {fn.__name__}: {exc}") from None
         bound.apply_defaults()
         scope = dict(bound.arguments)
-        gen = type(self)(src, self.kernel, self.builder, self.ctx, scope, is_helper=True, depth=self.depth + 1)
+        gen = type(self)(src, self.kernel, self.builder, self.ctx, scope, is_helper=True, depth=self.depth + 1,
+                         inlined_at=self.builder.loc)   # the call's position (visit set it)
         try:
             gen.visit_body(src.tree.body)
         except CompileError as exc:

@@ -70,8 +70,9 @@ class VisitorCore(ast.NodeVisitor):
     """
 
     def __init__(self, src: FunctionSource, kernel: Kernel, builder: Builder, ctx: Context, scope: dict,
-                 is_helper: bool = False, depth: int = 0):
+                 is_helper: bool = False, depth: int = 0, inlined_at: Location | None = None):
         self.src = src
+        self.inlined_at = inlined_at  # a helper's call site: its ops' locations carry it
         self.kernel = kernel
         self.builder = builder
         self.ctx = ctx
@@ -110,7 +111,7 @@ class VisitorCore(ast.NodeVisitor):
         self.node_stack.append(node)
         lineno, col = self.src.location(node)
         saved = self.builder.loc
-        self.builder.loc = Location(self.src.filename, lineno, col)
+        self.builder.loc = Location(self.src.filename, lineno, col, self.inlined_at)
         try:
             kind = UNSUPPORTED.get(type(node))
             if kind is not None:

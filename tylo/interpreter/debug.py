@@ -11,7 +11,7 @@ __all__ = []
 def _assert(thread, op, inputs, result_type):
     if not inputs[0]:
         message = op.attrs["message"]
-        raise InterpreterError(f"{op.loc.filename}:{op.loc.lineno}: device assertion failed"
+        raise InterpreterError(f"{op.loc.line()}: device assertion failed"
                                + (f": {message}" if message else "") + f" ({_where(thread)})")
     return None
 

@@ -18,12 +18,21 @@ __all__ = ["Location", "Value", "Op", "Block", "Kernel", "Param"]
 
 @dataclass(frozen=True)
 class Location:
+    """A source position. ``inlined_at``: for a line of an inlined ``@tylo.func`` helper, the position of
+    the call that inlined it (itself possibly inside another helper), so reports can name the kernel's line."""
     filename: str
     lineno: int
     col: int = 0
+    inlined_at: Location | None = None
 
     def __str__(self) -> str:
-        return f"{self.filename}:{self.lineno}:{self.col + 1}"
+        text = f"{self.filename}:{self.lineno}:{self.col + 1}"
+        return text if self.inlined_at is None else f"{text} (inlined at {self.inlined_at})"
+
+    def line(self) -> str:
+        """``file:line``, followed by the chain of call sites when inlined."""
+        text = f"{self.filename}:{self.lineno}"
+        return text if self.inlined_at is None else f"{text} (inlined at {self.inlined_at.line()})"
 
 
 UNKNOWN_LOC = Location("<unknown>", 0, 0)

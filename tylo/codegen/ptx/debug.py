@@ -13,7 +13,7 @@ _SREGS = ("ctaid.x", "ctaid.y", "ctaid.z", "tid.x", "tid.y", "tid.z")
 def _assert(lw, op):
     loc = op.loc
     message = op.attrs["message"].replace("%", "%%")  # the message is text, never a format
-    fmt = (f"{loc.filename}:{loc.lineno}: block [%d,%d,%d], thread [%d,%d,%d]: device assertion failed"
+    fmt = (f"{loc.line()}: block [%d,%d,%d], thread [%d,%d,%d]: device assertion failed"
            + (f": {message}" if message else "") + "\n")
     ok, fail = lw.label(), lw.label()
     lw.emit(f"br i1 {lw.ref(op.operands[0])}, label %{ok}, label %{fail}")
