@@ -9,8 +9,11 @@ away and regenerated from the next sub-seed, so every returned case has one defi
 """
 from __future__ import annotations
 
+import importlib.util
 import math
+import os
 import random
+import sys
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -1156,3 +1159,16 @@ def generate(seed: int) -> Case:
         except Undefined as exc:
             last = exc
     raise RuntimeError(f"seed {seed}: no defined kernel in 50 attempts ({last})")
+
+
+def load_generated(source: str, module_name: str, kernel_name: str, folder: str):
+    """Write a generated kernel's ``source`` to ``folder/module_name.py`` (tylo reads kernels' source from
+    their file), import it as ``module_name`` and return ``(the kernel, the file's path)``."""
+    path = os.path.join(folder, f"{module_name}.py")
+    with open(path, "w") as f:
+        f.write(source)
+    spec = importlib.util.spec_from_file_location(module_name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[module_name] = module
+    spec.loader.exec_module(module)
+    return getattr(module, kernel_name), path

@@ -19,10 +19,9 @@ import os
 import random
 import re
 import shutil
-import sys
 from dataclasses import dataclass
 
-from kernelgen import generate, render_block
+from kernelgen import generate, load_generated, render_block
 from semantics import FP8_TYPES, is_int
 
 PLAIN_FN = ["def plain_py(a):", "    return a + 1", ""]
@@ -325,15 +324,7 @@ def message_problem(reason: str) -> str | None:
 
 
 def load_mutant(m: Mutant, folder: str):
-    path = os.path.join(folder, f"fuzz_invalid_{m.seed}_{m.template}.py")
-    with open(path, "w") as f:
-        f.write(m.source)
-    modname = f"fuzz_invalid_{m.seed}_{m.template}"
-    spec = importlib.util.spec_from_file_location(modname, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[modname] = module
-    spec.loader.exec_module(module)
-    return getattr(module, m.kernel_name), path
+    return load_generated(m.source, f"fuzz_invalid_{m.seed}_{m.template}", m.kernel_name, folder)
 
 
 def check_mutant(seed: int, folder: str, template: str | None = None, mutant: Mutant | None = None) -> dict:

@@ -13,27 +13,16 @@ output element with the model. The result is a plain dict (JSON-able) with a ``s
 """
 from __future__ import annotations
 
-import importlib.util
-import os
-import sys
 import traceback
 
-from kernelgen import generate
+from kernelgen import generate, load_generated
 from semantics import FP8_TYPES, approx_close, same_value
 
 ARCHS = ("sm_90a", "sm_80", "sm_100a")
 
 
 def load_kernel(case, folder):
-    path = os.path.join(folder, f"fuzz_valid_{case.seed}.py")
-    with open(path, "w") as f:
-        f.write(case.source)
-    name = f"fuzz_valid_{case.seed}"
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return getattr(module, case.kernel_name), path
+    return load_generated(case.source, f"fuzz_valid_{case.seed}", case.kernel_name, folder)
 
 
 def _short(exc):
