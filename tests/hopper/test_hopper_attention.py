@@ -212,6 +212,59 @@ def test_interpreter_persistent_ctas_walk_several_units():
     assert (o[5:] == 0).all() and np.isneginf(lse[:, 5:]).all()
 
 
+@pytest.mark.slow
+def test_interpreter_dynamic_schedule_more_units_than_ctas(monkeypatch):
+    # causal: the dynamic schedule. 3 heads x 2 Q tiles (250 rows, BM = 192) = 6 units on 2 CTAs; the head
+    # groups hold 2 (batch, head) pairs (the last group is smaller). The interpreter runs CTA 0 to the end
+    # first, so it takes units 0, 2, 3, 4, 5 from the counter through the two-slot ring (wrapping it twice),
+    # CTA 1 takes unit 1 and runs out; the last CTA out leaves the counter at zero
+    monkeypatch.setattr(ha, "L2_GROUP_BYTES", 2 * (2 * 250 * 64 * 2))
+    q, k, v = _qkv((1, 250, 3, 64), (1, 250, 3, 64), seed=7)
+    grid, block, args, cx, o, lse, _ = ha.prepare(q, k, v, True, None, ctas=2)
+    named = dict(zip(ha.ARG_NAMES, args))
+    assert cx["DYNAMIC"] and grid == (2, 1, 1) and named["num_m"] * named["heads"] == 6 and named["bh_group"] == 2
+    ha.interpreted()[grid, block](*args, *cx.values())
+    _check(o[0], lse[0], q[0], k[0], v[0], True)
+    assert (named["counter"] == 0).all()
+
+
+def test_unit_order_groups_heads_longest_first(monkeypatch):
+    # tile_of's order, mirrored: within a group of bh_group (batch, head) pairs, causal takes every pair's
+    # last Q tile first; each unit exactly once
+    def order(units, num_m, bhs, g, causal):
+        out = []
+        for t in range(units):
+            grp, r = divmod(t, g * num_m)
+            size = min(g, bhs - grp * g)
+            mt, i = divmod(r, size)
+            out.append((num_m - 1 - mt if causal else mt, grp * g + i))
+        return out
+    seen = order(3 * 5, 3, 5, 2, True)
+    assert sorted(seen) == sorted((m, bh) for m in range(3) for bh in range(5))
+    assert seen[:4] == [(2, 0), (2, 1), (1, 0), (1, 1)] and seen[6:9] == [(2, 2), (2, 3), (1, 2)]
+    assert seen[12:] == [(2, 4), (1, 4), (0, 4)]
+    # the host's group size: as many pairs as keep K and V within L2_GROUP_BYTES; 1 for static schedules
+    monkeypatch.setattr(ha, "L2_GROUP_BYTES", 16 << 20)
+    assert ha.head_group(True, 512, 128, 2, 1024) == 64
+    assert ha.head_group(True, 16384, 128, 2, 16) == 2
+    assert ha.head_group(True, 512, 64, 2, 3) == 3
+    assert ha.head_group(False, 512, 128, 2, 1024) == 1
+
+
+def test_stream_counters_are_per_stream(monkeypatch):
+    import attention_host as host
+    made = []
+    monkeypatch.setattr(host, "current_stream", lambda like: like.stream)
+    monkeypatch.setattr(host.tylo, "to_device", lambda a: made.append(a.copy()) or a.copy())
+
+    class Arr:                               # a tylo-like device array on a given stream
+        def __init__(self, stream):
+            self.stream = stream
+    a, b = host.stream_counters(Arr(7), "tylo", 2), host.stream_counters(Arr(9), "tylo", 2)
+    assert a is not b and host.stream_counters(Arr(7), "tylo", 2) is a
+    assert len(made) == 2 and all((m == 0).all() and m.dtype == np.int32 and m.shape == (2,) for m in made)
+
+
 def test_launch_cache_keys_only_plain_device_calls():
     q, k, v = _qkv((1, 8, 2, 64), (1, 8, 2, 64))
     assert ha.launch_key(q, k, v, False, None) is None           # numpy: the interpreter, never cached
