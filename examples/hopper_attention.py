@@ -94,13 +94,18 @@ class TileConfig:
         return threads(self.consumers)
 
 
-def tile_config(head_dim, causal):
-    """The TileConfig of one (head_dim, causal) specialisation (measured on the H200, docs/attention.md).
+def tile_config(head_dim, causal, seqlen_k=None):
+    """The TileConfig of one (head_dim, causal) specialisation for keys up to ``seqlen_k`` long (None:
+    any length; measured on the H200, docs/attention.md).
 
     Shared memory holds Q (BM x D) and STAGES K and V blocks (BN x D each): D = 256 needs a short key
-    block to fit (128 x 256 + 2 * 2 * 80 x 256 elements = 224 KB)."""
+    block to fit (128 x 256 + 2 * 2 * 80 x 256 elements = 224 KB). Short sequences take the tiles of
+    ``SHORT_TILES`` (smaller Q tiles: more units to balance, less work per unit in flight)."""
     if (head_dim, causal) in TILE_OVERRIDES:
         return TILE_OVERRIDES[head_dim, causal]
+    short = SHORT_TILES.get((head_dim, causal))
+    if short is not None and seqlen_k is not None and seqlen_k <= short[0]:
+        return short[1]
     if head_dim == 256:
         return TileConfig(80, 2, 2, pingpong=causal)
     if head_dim == 64:
@@ -109,6 +114,9 @@ def tile_config(head_dim, causal):
 
 
 TILE_OVERRIDES = {}        # (head_dim, causal) -> TileConfig, for tuning runs
+# (head_dim, causal) -> (longest seqlen_k, TileConfig) for short sequences (measured: docs/attention.md)
+SHORT_TILES = {(64, False): (1024, TileConfig(128, 2, 2, pingpong=True)),
+               (64, True): (2048, TileConfig(128, 2, 2, pingpong=True))}
 
 # causal -> how CTAs take work units (measured: docs/attention.md):
 #   "static": one CTA per SM walks units x, x + grid, ... (non-causal: equal units, so it balances);
@@ -436,7 +444,7 @@ def attention_fwd(o, lse, q_map, k_map, v_map, cu_q, cu_k, counter, heads, group
             rows_left = seqlen_q - r0
             dst = window(tylo.GlobalTile(o + h * D, Layout((q_start + r0 + 64, D), (heads * D, 1))),
                          (q_start + r0, 0), (64, D))
-            if D < 256 and rows_left >= 64:          # warpgroup-uniform: whole tiles store without per-element tests
+            if rows_left >= 64:                      # warpgroup-uniform: whole tiles store without per-element tests
                 tylo.store(dst, out)
             else:
                 tylo.store_bounded(dst, out, (rows_left, D))
@@ -451,9 +459,9 @@ def attention_fwd(o, lse, q_map, k_map, v_map, cu_q, cu_k, counter, heads, group
                 mb.named_barrier_sync(1, 256)        # the other warpgroup's last arrival on barrier 1
 
 
-def signature(dtype=tylo.bf16, head_dim=128, causal=False):
+def signature(dtype=tylo.bf16, head_dim=128, causal=False, seqlen_k=None):
     """The launch signature (TMA maps are 3-D: rows x head_dim, batched)."""
-    cfg = tile_config(head_dim, causal)
+    cfg = tile_config(head_dim, causal, seqlen_k)
     q_plan, kv_plan, _, _ = plans(dtype, head_dim, cfg.bn, cfg.consumers)
     name = "bf16" if dtype == tylo.bf16 else "f16"
     return ([f"*{name}:16", "*f32", tma.batched(q_plan), tma.batched(kv_plan), tma.batched(kv_plan), "*i32", "*i32",
@@ -466,14 +474,17 @@ ARG_NAMES = ("o", "lse", "q_map", "k_map", "v_map", "cu_q", "cu_k", "counter", "
              "seq_k", "bh_group", "scale_log2")
 
 
-def constexprs(dtype, head_dim, causal, varlen=False):
-    cfg = tile_config(head_dim, causal)
+def constexprs(dtype, head_dim, causal, varlen=False, seqlen_k=None):
+    cfg = tile_config(head_dim, causal, seqlen_k)
     return {"D": head_dim, "CAUSAL": causal, "BN": cfg.bn, "STAGES": cfg.stages, "CONSUMERS": cfg.consumers,
             "DTYPE": dtype, "VARLEN": varlen, "PINGPONG": cfg.pingpong, "DYNAMIC": SCHEDULE[causal] == "dynamic"}
 
 
-AOT = [(attention_fwd, signature(tylo.bf16, d, c), constexprs(tylo.bf16, d, c), tile_config(d, c).threads)
-       for d in HEAD_DIMS for c in (False, True)]
+# every (head_dim, causal), and the short-sequence tiles (seqlen_k = the class's longest)
+SPECIALISATIONS = [(d, c, None) for d in HEAD_DIMS for c in (False, True)] + [
+    (d, c, n) for (d, c), (n, _) in SHORT_TILES.items()]
+AOT = [(attention_fwd, signature(tylo.bf16, d, c, n), constexprs(tylo.bf16, d, c, seqlen_k=n),
+        tile_config(d, c, n).threads) for d, c, n in SPECIALISATIONS]
 
 
 # ---------------------------------------------------------------------------------------------- host side
@@ -517,7 +528,7 @@ def prepare(q, k, v, causal=False, scale=None, cu_seqlens_q=None, cu_seqlens_k=N
                                    head_dims=HEAD_DIMS)
     lib = host.one_library(q, k, v)
     dtype = DTYPES[pb.dtype]
-    cfg = tile_config(pb.head_dim, pb.causal)
+    cfg = tile_config(pb.head_dim, pb.causal, pb.max_seqlen_k)
     q_plan, kv_plan, _, _ = plans(dtype, pb.head_dim, cfg.bn, cfg.consumers)
     ops = host.kernel_operands(q, k, v, pb, lib)
     num_m = max(1, (pb.max_seqlen_q + cfg.bm - 1) // cfg.bm)
@@ -530,7 +541,7 @@ def prepare(q, k, v, causal=False, scale=None, cu_seqlens_q=None, cu_seqlens_k=N
             host.tma_binding(kv_plan, ops.v_view, lib), ops.cu_q, ops.cu_k, scheduler_counter(q, lib), pb.heads,
             pb.group, ops.q_row_mul, ops.q_bat_mul, ops.kv_row_mul, ops.kv_bat_mul, ops.lse_b, ops.lse_h,
             ops.lse_row_mul, num_m, pb.batch, pb.max_seqlen_q, pb.max_seqlen_k, bh_group, pb.scale * LOG2E]
-    cx = constexprs(dtype, pb.head_dim, pb.causal, pb.varlen)
+    cx = constexprs(dtype, pb.head_dim, pb.causal, pb.varlen, pb.max_seqlen_k)
     return grid, cfg.threads, args, cx, ops.o, ops.lse, lib
 
 

@@ -18,25 +18,28 @@ from tylo.codegen.targets import get_target
 BF16 = ml_dtypes.bfloat16
 
 
-def _compile(dtype, d, causal):
-    return ha.attention_fwd.compile(signature=ha.signature(dtype, d, causal), constexprs=ha.constexprs(dtype, d, causal),
-                                    arch="sm_90a", block=ha.tile_config(d, causal).threads)
+def _compile(dtype, d, causal, seqlen_k=None):
+    return ha.attention_fwd.compile(signature=ha.signature(dtype, d, causal, seqlen_k),
+                                    constexprs=ha.constexprs(dtype, d, causal, seqlen_k=seqlen_k), arch="sm_90a",
+                                    block=ha.tile_config(d, causal, seqlen_k).threads)
 
 
-SPECS = [(tylo.bf16, d, c) for d in ha.HEAD_DIMS for c in (False, True)] + [(tylo.f16, 128, False)]
+SPECS = [(tylo.bf16, d, c, n) for d, c, n in ha.SPECIALISATIONS] + [(tylo.f16, 128, False, None)]
 
 
-@pytest.mark.parametrize("dtype,d,causal", SPECS, ids=[f"{t}-d{d}-{'causal' if c else 'full'}" for t, d, c in SPECS])
-def test_assembles_without_spills_or_serialisation(dtype, d, causal):
+@pytest.mark.parametrize("dtype,d,causal,seqlen_k", SPECS,
+                         ids=[f"{t}-d{d}-{'causal' if c else 'full'}{'' if n is None else f'-short{n}'}"
+                              for t, d, c, n in SPECS])
+def test_assembles_without_spills_or_serialisation(dtype, d, causal, seqlen_k):
     with warnings.catch_warnings():
         warnings.simplefilter("error")           # a WGMMASerializationWarning (C7509) or any assembler warning
-        ck = _compile(dtype, d, causal)
+        ck = _compile(dtype, d, causal, seqlen_k)
         _, _, log = ptx_to_cubin(ck.ptx, get_target("sm_90a"), ck.name)
     ptx = ck.ptx
     assert ck.resources.spill_bytes == 0 and ".local" not in ptx
     assert re.search(r"[1-9]\d* bytes stack frame", log) is None
     assert "C7509" not in log and "serialized" not in log and "C7508" not in log
-    cfg = ha.tile_config(d, causal)
+    cfg = ha.tile_config(d, causal, seqlen_k)
     bn, consumers = cfg.bn, cfg.consumers
     name = "bf16" if dtype == tylo.bf16 else "f16"
     # S = Q K^T (K = head_dim) twice (first block, loop) and P V (K = the key block) twice (loop, last block)
@@ -53,8 +56,9 @@ def test_assembles_without_spills_or_serialisation(dtype, d, causal):
 
 
 def test_aot_lists_every_head_dim_and_mask():
-    assert sorted((cx["D"], cx["CAUSAL"]) for _, _, cx, _ in ha.AOT) == sorted(
-        (d, c) for d in (64, 128, 256) for c in (False, True))
+    assert {(cx["D"], cx["CAUSAL"]) for _, _, cx, _ in ha.AOT} == {
+        (d, c) for d in (64, 128, 256) for c in (False, True)}
+    assert len(ha.AOT) == 6 + len(ha.SHORT_TILES)
     for _, _, cx, block in ha.AOT:
         assert block == ha.threads(cx["CONSUMERS"])
         bn, stages, consumers = cx["BN"], cx["STAGES"], cx["CONSUMERS"]
@@ -193,6 +197,10 @@ def test_interpreter_varlen_d256():
 def test_tile_configs():
     assert ha.tile_config(128, False) == ha.TileConfig(176, 2, 2, pingpong=True)
     assert ha.tile_config(64, True).bm == 192 and ha.tile_config(64, True).threads == 512
+    # short sequences: 128-row Q tiles with two consumers taking turns (D = 64), by the longest key sequence
+    assert ha.tile_config(64, True, 2048) == ha.TileConfig(128, 2, 2, pingpong=True)
+    assert ha.tile_config(64, True, 2049).bm == 192 and ha.tile_config(64, False, 2048).bm == 192
+    assert ha.tile_config(64, False, 1024).bm == 128 and ha.tile_config(128, False, 512).bn == 176
     with pytest.raises(ValueError, match="pingpong takes two consumer warpgroups"):
         ha.TileConfig(128, 2, 3, pingpong=True)
 
