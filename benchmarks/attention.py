@@ -32,8 +32,8 @@ drift instead of charging it to whoever runs last (as benchmarks/gemm.py does).
 
 Tuning (``--tylo-variant``, repeatable): extra columns ``tylo:NAME`` run the same Hopper kernel with
 other settings for the point's (head_dim, causal): ``schedule`` (hopper_attention.SCHEDULE: static,
-dynamic or per_unit), ``tile`` (a TileConfig: BNxSTAGESxCONSUMERS, ``p`` for pingpong, e.g. 128x2x2p)
-and ``l2mb`` (L2_GROUP_BYTES in MiB); a table of their ratios to cuDNN follows the main one.
+dynamic or per_unit), ``tile`` (a TileConfig: BNxSTAGESxCONSUMERS, ``p`` for pingpong, e.g. 128x2x2p),
+``l2mb`` (L2_GROUP_BYTES in MiB) and ``epilogue`` (EPILOGUE: tma or registers); a table of their ratios to cuDNN follows the main one.
 ``--libraries`` keeps only the named columns (cuDNN stays the reference when it runs).
 
 Output: a table (TFLOP/s per library, ratios tylo/cuDNN, tylo/flash, tylo/Triton), the geometric
@@ -175,7 +175,7 @@ def build_cases(head_dims=HEAD_DIMS, shapes=BATCH_SEQLENS, causal="both", quick=
     return cases
 
 
-VARIANT_KEYS = ("schedule", "tile", "l2mb")
+VARIANT_KEYS = ("schedule", "tile", "l2mb", "epilogue")
 
 
 def parse_variant(text: str) -> tuple:
@@ -192,6 +192,10 @@ def parse_variant(text: str) -> tuple:
         if key == "schedule":
             if value not in ("static", "dynamic", "per_unit"):
                 raise argparse.ArgumentTypeError(f"{text!r}: schedule is static, dynamic or per_unit, got {value!r}")
+            settings[key] = value
+        elif key == "epilogue":
+            if value not in ("tma", "registers"):
+                raise argparse.ArgumentTypeError(f"{text!r}: epilogue is tma or registers, got {value!r}")
             settings[key] = value
         elif key == "tile":
             pingpong = value.endswith("p")
@@ -499,17 +503,18 @@ def variant_runner(hopper, settings: dict):
 
     def run(q, k, v, causal):
         key = (q.shape[-1], causal)
-        saved = (hopper.SCHEDULE, hopper.TILE_OVERRIDES, hopper.L2_GROUP_BYTES, hopper._LAUNCHES)
+        saved = (hopper.SCHEDULE, hopper.TILE_OVERRIDES, hopper.L2_GROUP_BYTES, hopper._LAUNCHES, hopper.EPILOGUE)
         try:
             hopper.SCHEDULE = {**hopper.SCHEDULE, causal: settings.get("schedule", hopper.SCHEDULE[causal])}
             if "tile" in settings:
                 hopper.TILE_OVERRIDES = {**hopper.TILE_OVERRIDES, key: hopper.TileConfig(*settings["tile"])}
             if "l2mb" in settings:
                 hopper.L2_GROUP_BYTES = int(settings["l2mb"] * (1 << 20))
+            hopper.EPILOGUE = settings.get("epilogue", hopper.EPILOGUE)
             hopper._LAUNCHES = launches
             return hopper.attention(q, k, v, causal=causal)[0]
         finally:
-            hopper.SCHEDULE, hopper.TILE_OVERRIDES, hopper.L2_GROUP_BYTES, hopper._LAUNCHES = saved
+            hopper.SCHEDULE, hopper.TILE_OVERRIDES, hopper.L2_GROUP_BYTES, hopper._LAUNCHES, hopper.EPILOGUE = saved
     return run
 
 

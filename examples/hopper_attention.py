@@ -124,6 +124,9 @@ SHORT_TILES = {(64, False): (1024, TileConfig(128, 2, 2, pingpong=True)),
 #   "per_unit": one CTA per unit (the hardware hands out CTAs in order).
 SCHEDULE = {False: "static", True: "dynamic"}
 L2_GROUP_BYTES = 16 << 20     # K and V bytes of one group of (batch, head) pairs in the dynamic order
+# "tma": batched calls store O through shared memory and TMA where the staging fits (tma_store_fits);
+# "registers": every call stores O from registers (varlen calls always do)
+EPILOGUE = "tma"
 
 
 def threads(consumers):
@@ -224,6 +227,27 @@ def take_over(slots, full, empty, n, FIRST: tylo.constexpr):
 
 
 @tylo.func
+def store_o_tma(o_map, staging, res, cons, lead, row, col, b, rows_left, D: tylo.constexpr):
+    """Consumer ``cons``: its 64 x D tile of O (``res``, already in the output dtype) into its staging
+    buffer (D / 64 swizzled boxes), then TMA stores at (row, col) of batch entry ``b`` of ``o_map``
+    (rows past the sequence's end are clipped by the map). Named barrier 3 + cons orders the
+    warpgroup's writes before the store and the previous store's reads before the writes."""
+    buf = staging + cons * (64 * D)
+    if lead:
+        tma.wait_tma_reads(0)                     # the previous unit's stores have read the staging
+    mb.named_barrier_sync(3 + cons, 128)
+    for j in tylo.static_range(D // DC):
+        tylo.store(tma.shared_tile(o_map, buf + j * (64 * DC)), window(res, (0, DC * j), (64, DC)))
+    mb.fence_view_async_shared()                  # the generic writes, seen by the TMA (async proxy)
+    mb.named_barrier_sync(3 + cons, 128)
+    if lead:
+        if rows_left > 0:
+            for j in tylo.static_range(D // DC):
+                tma.tma_store(o_map, tma.shared_tile(o_map, buf + j * (64 * DC)), (row, col + DC * j, b))
+            tma.commit_tma_stores()
+
+
+@tylo.func
 def tile_extent(cu_q, cu_k, seq_q, seq_k, b, m0, BM: tylo.constexpr, BN: tylo.constexpr, CAUSAL: tylo.constexpr,
                 VARLEN: tylo.constexpr):
     """(q_start, k_start, seqlen_q, seqlen_k, key blocks) of the Q tile at row m0 of sequence b (varlen: from
@@ -249,17 +273,20 @@ def tile_extent(cu_q, cu_k, seq_q, seq_k, b, m0, BM: tylo.constexpr, BN: tylo.co
 
 
 @tylo.jit
-def attention_fwd(o, lse, q_map, k_map, v_map, cu_q, cu_k, counter, heads, group, q_row_mul, q_bat_mul, kv_row_mul,
-                  kv_bat_mul, lse_b, lse_h, lse_row_mul, num_m, batch, seq_q, seq_k, bh_group, scale_log2,
+def attention_fwd(o, lse, q_map, k_map, v_map, o_map, cu_q, cu_k, counter, heads, group, q_row_mul, q_bat_mul,
+                  kv_row_mul, kv_bat_mul, lse_b, lse_h, lse_row_mul, num_m, batch, seq_q, seq_k, bh_group, scale_log2,
                   D: tylo.constexpr, CAUSAL: tylo.constexpr, BN: tylo.constexpr, STAGES: tylo.constexpr,
                   CONSUMERS: tylo.constexpr, DTYPE: tylo.constexpr, VARLEN: tylo.constexpr = False,
-                  PINGPONG: tylo.constexpr = False, DYNAMIC: tylo.constexpr = False):
+                  PINGPONG: tylo.constexpr = False, DYNAMIC: tylo.constexpr = False,
+                  TMA_STORE: tylo.constexpr = False):
     """Work units are (Q tile, head, batch entry), ``num_m * heads * batch`` of them (``tile_of``); CTA ``x``
     starts with unit x. Static schedule: then x + grid, x + 2 grid, ... DYNAMIC: the producer takes each
     next unit from the global ``counter`` (``grid + atomic_add(counter[0], 1)``) and hands it to the
     consumers through shared memory; the last CTA to run out resets ``counter[0..1]`` to 0 for the next
     launch on its stream. VARLEN: the sequences' offsets and lengths come from ``cu_q`` / ``cu_k``;
-    otherwise every sequence has ``seq_q`` queries and ``seq_k`` keys."""
+    otherwise every sequence has ``seq_q`` queries and ``seq_k`` keys. TMA_STORE (batched calls only): O
+    leaves through shared memory and TMA stores of ``o_map`` (o as (batch, seqlen_q, heads * D): the
+    store clips at each sequence's end); else from registers, bounds-checked per element."""
     BM = 64 * CONSUMERS
     NC = D // DC
     S_PLAN = wg.WGMMA64(DTYPE, n=BN, k=D)
@@ -267,6 +294,7 @@ def attention_fwd(o, lse, q_map, k_map, v_map, cu_q, cu_k, counter, heads, group
     q_s = tylo.shared_array(DTYPE, (BM * D,), align=1024)
     k_s = tylo.shared_array(DTYPE, (STAGES * BN * D,), align=1024)
     v_s = tylo.shared_array(DTYPE, (STAGES * BN * D,), align=1024)
+    o_s = tylo.shared_array(DTYPE, (CONSUMERS * 64 * D if TMA_STORE else 8,), align=1024)   # O staging
     bars = tylo.shared_array(tylo.u64, (4 * STAGES + 6,), align=8)
     slots = tylo.shared_array(tylo.i32, (16,), align=16)   # two slots of a unit's coordinates (hand_over)
     k_full = bars.ptr
@@ -284,6 +312,8 @@ def attention_fwd(o, lse, q_map, k_map, v_map, cu_q, cu_k, counter, heads, group
         tma.prefetch_tma_descriptor(q_map)
         tma.prefetch_tma_descriptor(k_map)
         tma.prefetch_tma_descriptor(v_map)
+        if TMA_STORE:
+            tma.prefetch_tma_descriptor(o_map)
         for s in tylo.static_range(STAGES):
             mb.mbarrier_init(k_full + s, 1)            # the producer's arrive.expect_tx (+ TMA bytes)
             mb.mbarrier_init(v_full + s, 1)
@@ -442,12 +472,15 @@ def attention_fwd(o, lse, q_map, k_map, v_map, cu_q, cu_k, counter, heads, group
             total, row_lse = tylo.online_softmax_finish_exp2(m, l, scale_log2)
             out = tylo.online_softmax_normalize_fast(acc, total)
             rows_left = seqlen_q - r0
-            dst = window(tylo.GlobalTile(o + h * D, Layout((q_start + r0 + 64, D), (heads * D, 1))),
-                         (q_start + r0, 0), (64, D))
-            if rows_left >= 64:                      # warpgroup-uniform: whole tiles store without per-element tests
-                tylo.store(dst, out)
+            if TMA_STORE:
+                store_o_tma(o_map, o_s.ptr, out.astype(DTYPE), cons, lead, r0, h * D, b, rows_left, D)
             else:
-                tylo.store_bounded(dst, out, (rows_left, D))
+                dst = window(tylo.GlobalTile(o + h * D, Layout((q_start + r0 + 64, D), (heads * D, 1))),
+                             (q_start + r0, 0), (64, D))
+                if rows_left >= 64:                  # warpgroup-uniform: whole tiles store without per-element tests
+                    tylo.store(dst, out)
+                else:
+                    tylo.store_bounded(dst, out, (rows_left, D))
             if tid % 4 == 0:
                 lse_row0 = b * lse_b + h * lse_h + lse_row_mul * q_start + r0
                 lse_dst = tylo.GlobalTile(lse + lse_row0, Layout((64, 1), (1, 1)))
@@ -457,6 +490,9 @@ def attention_fwd(o, lse, q_map, k_map, v_map, cu_q, cu_k, counter, heads, group
         if PINGPONG:
             if cons == 0:
                 mb.named_barrier_sync(1, 256)        # the other warpgroup's last arrival on barrier 1
+        if TMA_STORE:
+            if lead:
+                tma.wait_tma_stores(0)               # the last stores are done before the CTA ends
 
 
 def signature(dtype=tylo.bf16, head_dim=128, causal=False, seqlen_k=None):
@@ -464,20 +500,48 @@ def signature(dtype=tylo.bf16, head_dim=128, causal=False, seqlen_k=None):
     cfg = tile_config(head_dim, causal, seqlen_k)
     q_plan, kv_plan, _, _ = plans(dtype, head_dim, cfg.bn, cfg.consumers)
     name = "bf16" if dtype == tylo.bf16 else "f16"
-    return ([f"*{name}:16", "*f32", tma.batched(q_plan), tma.batched(kv_plan), tma.batched(kv_plan), "*i32", "*i32",
-             "*i32"] + ["i32"] * 14 + ["f32"])
+    return ([f"*{name}:16", "*f32", tma.batched(q_plan), tma.batched(kv_plan), tma.batched(kv_plan),
+             tma.batched(o_plan(dtype)), "*i32", "*i32", "*i32"] + ["i32"] * 14 + ["f32"])
+
+
+def o_plan(dtype):
+    """The O staging / TMA store box: 64 rows x 64 columns (one 128-byte swizzle row of 16-bit data)."""
+    return tma.TMATile(dtype, (64, DC))
+
+
+SHARED_BYTES = 232448 - 1024     # sm_90's shared memory per CTA, less the barriers, slots and alignment
+
+
+def tma_store_fits(cfg, head_dim, itemsize=2):
+    """Whether Q, the K/V rings and the O staging (64 x head_dim per consumer) fit in shared memory."""
+    return itemsize * head_dim * (cfg.bm + 2 * cfg.stages * cfg.bn + 64 * cfg.consumers) <= SHARED_BYTES
+
+
+def output_map(o, varlen, lib):
+    """The TMA binding of ``o`` (contiguous, (batch, seqlen, heads, D) or packed (total, heads, D)) as
+    (batch, seqlen, heads * D): a box at (row, h * D + c, b) is clipped at the sequence's end."""
+    *lead, heads, d = o.shape
+    batch, seq = (1, lead[0]) if varlen else lead
+    shape, strides = (batch, seq, heads * d), (seq * heads * d, heads * d, 1)
+    if lib == "numpy":
+        view = host.strided(o, lib, host.pointer(o, lib), shape, strides)
+    else:   # the cached binding must not keep each call's output alive: the map holds only its address
+        view = host.DeviceView(None, host.pointer(o, lib), host.numpy_dtype(host.dtype_name(o)), shape, strides)
+    return host.tma_binding(o_plan(DTYPES[host.dtype_name(o)]), view, lib)
 
 
 # attention_fwd's runtime arguments, in signature order (``prepare`` returns them so)
-ARG_NAMES = ("o", "lse", "q_map", "k_map", "v_map", "cu_q", "cu_k", "counter", "heads", "group", "q_row_mul",
+ARG_NAMES = ("o", "lse", "q_map", "k_map", "v_map", "o_map", "cu_q", "cu_k", "counter", "heads", "group", "q_row_mul",
              "q_bat_mul", "kv_row_mul", "kv_bat_mul", "lse_b", "lse_h", "lse_row_mul", "num_m", "batch", "seq_q",
              "seq_k", "bh_group", "scale_log2")
+O_MAP = ARG_NAMES.index("o_map")
 
 
 def constexprs(dtype, head_dim, causal, varlen=False, seqlen_k=None):
     cfg = tile_config(head_dim, causal, seqlen_k)
     return {"D": head_dim, "CAUSAL": causal, "BN": cfg.bn, "STAGES": cfg.stages, "CONSUMERS": cfg.consumers,
-            "DTYPE": dtype, "VARLEN": varlen, "PINGPONG": cfg.pingpong, "DYNAMIC": SCHEDULE[causal] == "dynamic"}
+            "DTYPE": dtype, "VARLEN": varlen, "PINGPONG": cfg.pingpong, "DYNAMIC": SCHEDULE[causal] == "dynamic",
+            "TMA_STORE": EPILOGUE == "tma" and not varlen and tma_store_fits(cfg, head_dim, dtype.itemsize)}
 
 
 # every (head_dim, causal), and the short-sequence tiles (seqlen_k = the class's longest)
@@ -538,7 +602,8 @@ def prepare(q, k, v, causal=False, scale=None, cu_seqlens_q=None, cu_seqlens_k=N
     grid = (max(1, min(ctas, units)), 1, 1)
     bh_group = head_group(pb.causal, pb.max_seqlen_k, pb.head_dim, 2, pb.heads * pb.batch)
     args = [ops.o, ops.lse, host.tma_binding(q_plan, ops.q_view, lib), host.tma_binding(kv_plan, ops.k_view, lib),
-            host.tma_binding(kv_plan, ops.v_view, lib), ops.cu_q, ops.cu_k, scheduler_counter(q, lib), pb.heads,
+            host.tma_binding(kv_plan, ops.v_view, lib), output_map(ops.o, pb.varlen, lib), ops.cu_q, ops.cu_k,
+            scheduler_counter(q, lib), pb.heads,
             pb.group, ops.q_row_mul, ops.q_bat_mul, ops.kv_row_mul, ops.kv_bat_mul, ops.lse_b, ops.lse_h,
             ops.lse_row_mul, num_m, pb.batch, pb.max_seqlen_q, pb.max_seqlen_k, bh_group, pb.scale * LOG2E]
     cx = constexprs(dtype, pb.head_dim, pb.causal, pb.varlen, pb.max_seqlen_k)
@@ -558,6 +623,9 @@ def attention(q, k, v, causal=False, scale=None, cu_seqlens_q=None, cu_seqlens_k
         o = host.empty(tuple(q.shape), host.dtype_name(q), q, lib)
         lse = host.empty(lse_shape, "float32", q, lib)
         if math.prod(o.shape):
+            if cx["TMA_STORE"]:         # the map of this call's o (bindings are cached by address)
+                template = list(template)
+                template[O_MAP - 2] = output_map(o, False, lib)
             attention_fwd[grid, block](o, lse, *template, *cx.values())
         return o, lse
     grid, block, args, cx, o, lse, lib = prepare(q, k, v, causal, scale, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,

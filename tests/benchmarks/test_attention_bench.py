@@ -283,7 +283,7 @@ def test_tylo_variants_parse_and_bad_ones_name_the_setting():
                                  ("d", {"schedule": "dynamic"})]
     assert args.libraries == ("tylo", "cudnn")
     for bad, match in (("x", "NAME=KEY:VALUE"), ("x=speed:1", "one of schedule"), ("x=schedule:lpt", "per_unit"),
-                       ("x=tile:128x2", "BNxSTAGESxCONSUMERS")):
+                       ("x=tile:128x2", "BNxSTAGESxCONSUMERS"), ("x=epilogue:smem", "tma or registers")):
         with pytest.raises(SystemExit):
             bench.parse_args(["--tylo-variant", bad])
         with pytest.raises(Exception, match=match):
@@ -297,20 +297,24 @@ def test_variant_runner_applies_settings_for_one_call_and_restores_them():
         SCHEDULE = {False: "static", True: "dynamic"}
         TILE_OVERRIDES = {}
         L2_GROUP_BYTES = 1 << 24
+        EPILOGUE = "tma"
         _LAUNCHES = {"mine": 1}
         TileConfig = staticmethod(lambda *a: a)
         seen = []
 
         @classmethod
         def attention(cls, q, k, v, causal):
-            cls.seen.append((dict(cls.SCHEDULE), dict(cls.TILE_OVERRIDES), cls.L2_GROUP_BYTES, cls._LAUNCHES))
+            cls.seen.append((dict(cls.SCHEDULE), dict(cls.TILE_OVERRIDES), cls.L2_GROUP_BYTES, cls._LAUNCHES,
+                             cls.EPILOGUE))
             return ("o", "lse")
 
     class Q:
         shape = (1, 8, 2, 64)
-    run = bench.variant_runner(FakeHopper, {"schedule": "per_unit", "tile": (128, 2, 3, False), "l2mb": 2})
+    run = bench.variant_runner(FakeHopper, {"schedule": "per_unit", "tile": (128, 2, 3, False), "l2mb": 2,
+                                            "epilogue": "registers"})
     assert run(Q(), None, None, True) == "o"
-    schedule, tiles, l2, launches = FakeHopper.seen[0]
+    schedule, tiles, l2, launches, epilogue = FakeHopper.seen[0]
+    assert epilogue == "registers" and FakeHopper.EPILOGUE == "tma"
     assert schedule == {False: "static", True: "per_unit"} and tiles == {(64, True): (128, 2, 3, False)}
     assert l2 == 2 << 20 and launches == {}
     assert FakeHopper.SCHEDULE == {False: "static", True: "dynamic"} and FakeHopper.TILE_OVERRIDES == {}

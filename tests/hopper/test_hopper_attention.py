@@ -273,6 +273,33 @@ def test_stream_counters_are_per_stream(monkeypatch):
     assert len(made) == 2 and all((m == 0).all() and m.dtype == np.int32 and m.shape == (2,) for m in made)
 
 
+@pytest.mark.slow
+def test_interpreter_tma_store_epilogue_clips_at_each_ragged_end():
+    # batched D = 64: O leaves through shared memory and TMA stores of the (batch, seqlen, heads * D) map;
+    # 70 rows per sequence in 128-row tiles, so each tile's second warpgroup holds 6 real rows and the map
+    # must clip the rest at the sequence's end (sequence 0 must not run into sequence 1); launched into a
+    # NaN-poisoned output with guard rows after the last row, which stay NaN
+    q, k, v = _qkv((2, 70, 2, 64), (2, 50, 1, 64), seed=8)
+    grid, block, args, cx, o, lse, _ = ha.prepare(q, k, v, False, None)
+    assert cx["TMA_STORE"] and not cx["DYNAMIC"]
+    big = np.full((2 * 70 + 40, 2, 64), np.nan, o.dtype)
+    out = big[:140].reshape(o.shape)
+    args[0], args[ha.O_MAP] = out, ha.output_map(out, False, "numpy")
+    ha.interpreted()[grid, block](*args, *cx.values())
+    for i in range(2):
+        _check(out[i], lse[i], q[i], k[i], v[i], False)
+    assert np.isnan(big[140:].astype(np.float32)).all()
+
+
+def test_tma_store_epilogue_where_the_staging_fits():
+    # batched calls stage O in shared memory when Q, the rings and 64 x D per consumer fit; varlen never
+    fits = {(d, c, n): ha.constexprs(tylo.bf16, d, c, seqlen_k=n)["TMA_STORE"] for d, c, n in ha.SPECIALISATIONS}
+    assert fits[64, False, None] and fits[64, True, 2048] and fits[128, True, None]
+    assert not fits[128, False, None] and not fits[256, False, None] and not fits[256, True, None]
+    assert not any(ha.constexprs(tylo.bf16, d, c, varlen=True, seqlen_k=n)["TMA_STORE"]
+                   for d, c, n in ha.SPECIALISATIONS)
+
+
 def test_launch_cache_keys_only_plain_device_calls():
     q, k, v = _qkv((1, 8, 2, 64), (1, 8, 2, 64))
     assert ha.launch_key(q, k, v, False, None) is None           # numpy: the interpreter, never cached

@@ -116,6 +116,8 @@ def _poisoned_launch(torch, q, k, v, causal, guard, **varlen):
         lse_view = lse_big[:lse.numel()].view(lse.shape)
         lse_guard = lse_big[lse.numel():]
     args[0], args[1] = o_big, lse_big
+    # the TMA-store epilogue writes through a map of o: the same rows of o_big (the guards lie past its end)
+    args[ha.O_MAP] = ha.output_map(o_big[:rows].view(o.shape), lse.dim() == 2, "torch")
     ha.attention_fwd[grid, block](*args, *cx.values())
     torch.cuda.synchronize()
     return o_big[:rows].view(o.shape), lse_view, o_big[rows:], lse_guard
