@@ -12,15 +12,19 @@ current stream for torch tensors) and return arrays of the same library; numpy a
 interpreter (``interpreted()``), for checks on machines without a GPU.
 
 The kernel (docs/attention.md has the details and the measurements). Work units are (Q tile of BM
-rows, head, batch entry); a CTA walks units x, x + grid, ...: one CTA per SM for non-causal calls
-(persistent, a static schedule over equal units), one CTA per unit for causal ones, longest first.
+rows, head, batch entry); one CTA per SM (persistent) starts with unit x and goes on with x + grid,
+x + 2 grid, ... for non-causal calls (a static schedule over equal units) or, causal, with each next unit
+from a global per-stream counter (a dynamic schedule, longest first, heads grouped so their K and V stay
+in L2; the last CTA to run out resets the counter).
 
-* warpgroup 0 -- the producer (``setmaxnreg_dec(24)``): one thread issues the TMA loads of each unit's Q
-  tile (``q_full``, after ``q_empty`` says the previous unit's last S is done), then per key block j the
-  K block (``k_full[s]``, after ``k_empty[s]``) and the V block (``v_full[s]``, after ``v_empty[s]``)
-  into STAGES-deep rings whose position carries across units. q, k, v are bound as 3-D TMA maps (rows x
-  head_dim, batched over heads or batch x heads: ``attention_host.tma_view``); head_dim is loaded as 64-column boxes
-  (one 128-byte swizzle row each), side by side in shared memory.
+* warpgroup 0 -- the producer (``setmaxnreg_dec(24)``): thread 32 schedules: it takes the units, hands
+  each to the other roles through a two-slot ring in shared memory (``hand_over`` / ``take_over``) and
+  issues the TMA load of its Q tile (``q_full``, after ``q_empty`` says the previous unit's last S is
+  done); thread 0 loads per key block j the K block (``k_full[s]``, after ``k_empty[s]``) and the V block
+  (``v_full[s]``, after ``v_empty[s]``) into STAGES-deep rings whose position carries across units.
+  q, k, v are bound as 3-D TMA maps (rows x head_dim, batched over heads or batch x heads:
+  ``attention_host.tma_view``); head_dim is loaded as 64-column boxes (one 128-byte swizzle row each),
+  side by side in shared memory.
 * warpgroups 1..CONSUMERS -- the consumers (``setmaxnreg_inc``), 64 query rows each: S = Q K^T by
   WGMMA from shared memory (both K-major, K = head_dim in one plan), the mask from
   ``fragment_coords`` on blocks that cross a row's key limit (key bound, bottom-right causal), the
@@ -31,11 +35,14 @@ rows, head, batch entry); a CTA walks units x, x + grid, ...: one CTA per SM for
   leaves P V in flight (``wait_mma(s, pending=1)``) while the softmax of block j+1 runs. With
   ``pingpong`` the two consumers take turns issuing their GEMMs (named barriers 1 and 2), so one's
   softmax runs under the other's tensor-core work.
-* epilogue: O * (1 / l) (``rcp.approx``) stored from registers (whole 64-row tiles without tests,
-  ragged ones bounded per element), LSE (natural log) by the lanes that own each row.
+* epilogue: O * (1 / l) (``rcp.approx``); batched calls where the staging fits (D = 64, D = 128 causal)
+  write it into shared memory (``stmatrix``) and TMA-store it through a (batch, seqlen, heads * D) map of
+  o that clips at each sequence's end; the others store from registers (whole 64-row tiles without
+  tests, ragged ones bounded per element). LSE (natural log) by the lanes that own each row.
 
-Tiles (``tile_config``, measured on the H200): D = 64: 192 x 128 (three consumers); D = 128: 128 x 176
-non-causal, 128 x 128 causal, pingpong; D = 256: 128 x 80 (pingpong when causal).
+Tiles (``tile_config``, measured on the H200): D = 64: 128 x 128 with two consumers and pingpong for
+short sequences (keys <= 1k non-causal, <= 2k causal), else 192 x 128 (three consumers); D = 128:
+128 x 176 non-causal, 128 x 128 causal, pingpong; D = 256: 128 x 80 (pingpong when causal).
 """
 import math
 from dataclasses import dataclass
