@@ -3,7 +3,8 @@ and a Triton FlashAttention, in the same run (issue 11; the Blackwell line of is
 
     python benchmarks/attention.py [--head-dims 64,128,256] [--shapes 32x512,16x1k,8x2k,4x4k,2x8k,1x16k]
                                    [--causal both|yes|no] [--rounds 3] [--quick] [--json FILE] [--plot-dir DIR]
-                                   [--warmup-ms 25] [--rep-ms 100]
+                                   [--warmup-ms 25] [--rep-ms 100] [--libraries tylo,cudnn,...]
+                                   [--tylo-variant NAME=schedule:dynamic,tile:128x2x2p,l2mb:16 ...]
 
 The matrix (issue 11): bf16, head_dim 64/128/256 with heads = 2048 / head_dim, (batch, seqlen) in
 (32, 512), (16, 1k), (8, 2k), (4, 4k), (2, 8k), (1, 16k) (seqlen_q = seqlen_k), causal and not.
@@ -28,6 +29,12 @@ library once through ``tylo.testing.do_bench`` (CUDA events, L2 flushed before e
 followed by a short GPU sleep so the host has queued the call before its start event fires), and
 each library's figure is the median of its per-round medians; taking turns shares clock and power
 drift instead of charging it to whoever runs last (as benchmarks/gemm.py does).
+
+Tuning (``--tylo-variant``, repeatable): extra columns ``tylo:NAME`` run the same Hopper kernel with
+other settings for the point's (head_dim, causal): ``schedule`` (hopper_attention.SCHEDULE: static,
+dynamic or per_unit), ``tile`` (a TileConfig: BNxSTAGESxCONSUMERS, ``p`` for pingpong, e.g. 128x2x2p),
+``l2mb`` (L2_GROUP_BYTES in MiB) and ``epilogue`` (EPILOGUE: tma or registers); a table of their ratios to cuDNN follows the main one.
+``--libraries`` keeps only the named columns (cuDNN stays the reference when it runs).
 
 Output: a table (TFLOP/s per library, ratios tylo/cuDNN, tylo/flash, tylo/Triton), the geometric
 means and the issue-11 targets, a PNG plot per head_dim in ``--plot-dir`` (when matplotlib imports),
@@ -168,6 +175,51 @@ def build_cases(head_dims=HEAD_DIMS, shapes=BATCH_SEQLENS, causal="both", quick=
     return cases
 
 
+VARIANT_KEYS = ("schedule", "tile", "l2mb", "epilogue")
+
+
+def parse_variant(text: str) -> tuple:
+    """'dyn=schedule:dynamic,tile:128x2x2p' -> ('dyn', {'schedule': 'dynamic', 'tile': (128, 2, 2, True)})."""
+    name, sep, body = text.partition("=")
+    if not sep or not name.strip() or not body.strip():
+        raise argparse.ArgumentTypeError(f"a variant is NAME=KEY:VALUE[,KEY:VALUE...], got {text!r}")
+    settings = {}
+    for part in body.split(","):
+        key, sep, value = part.strip().partition(":")
+        if not sep or key not in VARIANT_KEYS:
+            raise argparse.ArgumentTypeError(f"{text!r}: a setting is one of {', '.join(VARIANT_KEYS)} as KEY:VALUE, "
+                                             f"got {part!r}")
+        if key == "schedule":
+            if value not in ("static", "dynamic", "per_unit"):
+                raise argparse.ArgumentTypeError(f"{text!r}: schedule is static, dynamic or per_unit, got {value!r}")
+            settings[key] = value
+        elif key == "epilogue":
+            if value not in ("tma", "registers"):
+                raise argparse.ArgumentTypeError(f"{text!r}: epilogue is tma or registers, got {value!r}")
+            settings[key] = value
+        elif key == "tile":
+            pingpong = value.endswith("p")
+            try:
+                bn, stages, consumers = (int(x) for x in value.rstrip("p").split("x"))
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"{text!r}: tile is BNxSTAGESxCONSUMERS[p], got {value!r}") from None
+            settings[key] = (bn, stages, consumers, pingpong)
+        else:
+            try:
+                settings[key] = float(value)
+            except ValueError:
+                raise argparse.ArgumentTypeError(f"{text!r}: l2mb is a number of MiB, got {value!r}") from None
+    return name.strip(), settings
+
+
+def parse_libraries(text: str) -> tuple:
+    names = tuple(p.strip() for p in text.split(",") if p.strip())
+    bad = [n for n in names if n not in LIBRARIES]
+    if bad or not names:
+        raise argparse.ArgumentTypeError(f"libraries are some of {', '.join(LIBRARIES)}, got {text!r}")
+    return names
+
+
 def parse_args(argv=None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(prog="benchmarks/attention.py", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -181,6 +233,10 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--plot-dir", default=".", help="where attention_d<head_dim>.png go (default: .)")
     ap.add_argument("--warmup-ms", type=float, default=25.0, help="do_bench warm-up budget per timing")
     ap.add_argument("--rep-ms", type=float, default=100.0, help="do_bench timed budget per timing")
+    ap.add_argument("--libraries", type=parse_libraries, default=LIBRARIES,
+                    help="columns to run, e.g. tylo,cudnn (default: all)")
+    ap.add_argument("--tylo-variant", type=parse_variant, action="append", default=[],
+                    help="NAME=KEY:VALUE[,...]: the Hopper kernel with other settings (schedule, tile, l2mb)")
     args = ap.parse_args(argv)
     if args.rounds < 1:
         ap.error(f"--rounds must be at least 1, got {args.rounds}")
@@ -440,6 +496,28 @@ def load_libraries(torch, capability):
     return runners, missing, blackwell_message(capability, has_path)
 
 
+def variant_runner(hopper, settings: dict):
+    """hopper.attention with ``settings`` (see ``parse_variant``) in force for the call's (head_dim, causal),
+    with its own launch cache; the module's settings are restored after each call."""
+    launches = {}
+
+    def run(q, k, v, causal):
+        key = (q.shape[-1], causal)
+        saved = (hopper.SCHEDULE, hopper.TILE_OVERRIDES, hopper.L2_GROUP_BYTES, hopper._LAUNCHES, hopper.EPILOGUE)
+        try:
+            hopper.SCHEDULE = {**hopper.SCHEDULE, causal: settings.get("schedule", hopper.SCHEDULE[causal])}
+            if "tile" in settings:
+                hopper.TILE_OVERRIDES = {**hopper.TILE_OVERRIDES, key: hopper.TileConfig(*settings["tile"])}
+            if "l2mb" in settings:
+                hopper.L2_GROUP_BYTES = int(settings["l2mb"] * (1 << 20))
+            hopper.EPILOGUE = settings.get("epilogue", hopper.EPILOGUE)
+            hopper._LAUNCHES = launches
+            return hopper.attention(q, k, v, causal=causal)[0]
+        finally:
+            hopper.SCHEDULE, hopper.TILE_OVERRIDES, hopper.L2_GROUP_BYTES, hopper._LAUNCHES, hopper.EPILOGUE = saved
+    return run
+
+
 def compare(out, ref, torch):
     """(max abs error, agrees) of a BSHD output against the reference."""
     if out.shape != ref.shape:
@@ -568,7 +646,20 @@ def main(argv=None) -> int:
     capability = tuple(torch.cuda.get_device_capability())
     gpu = torch.cuda.get_device_name()
     runners, missing, blackwell_line = load_libraries(torch, capability)
-    libraries = LIBRARIES + (("blackwell",) if "blackwell" in runners else ())
+    for lib in LIBRARIES:
+        if lib not in args.libraries:
+            runners.pop(lib, None)
+            missing.pop(lib, None)
+    variants = []
+    if "tylo" in runners or args.tylo_variant:
+        hopper = sys.modules.get("hopper_attention")
+        for name, settings in args.tylo_variant:
+            if hopper is None:
+                break
+            runners[f"tylo:{name}"] = variant_runner(hopper, settings)
+            variants.append(f"tylo:{name}")
+    libraries = tuple(lib for lib in LIBRARIES if lib in args.libraries) + (("blackwell",) if "blackwell" in runners
+                                                                           else ()) + tuple(variants)
     versions = {"torch": torch.__version__, "cudnn": torch.backends.cudnn.version()}
     try:
         import triton
@@ -599,6 +690,12 @@ def main(argv=None) -> int:
     print(format_table(rows, libraries))
     for line in summary_lines(rows):
         print(line)
+    if variants:
+        print()
+        print(f"{'point':>24} | " + " ".join(f"{lib + '/cuDNN':>18}" for lib in ("tylo",) + tuple(variants)))
+        for row in rows:
+            print(f"{row.case.describe():>24} | "
+                  + " ".join(f"{ratio_text(row.ratio(lib, 'cudnn')):>18}" for lib in ("tylo",) + tuple(variants)))
     for message in write_plots(rows, args.plot_dir, libraries, gpu):
         print(message)
     if args.json:

@@ -12,15 +12,19 @@ current stream for torch tensors) and return arrays of the same library; numpy a
 interpreter (``interpreted()``), for checks on machines without a GPU.
 
 The kernel (docs/attention.md has the details and the measurements). Work units are (Q tile of BM
-rows, head, batch entry); a CTA walks units x, x + grid, ...: one CTA per SM for non-causal calls
-(persistent, a static schedule over equal units), one CTA per unit for causal ones, longest first.
+rows, head, batch entry); one CTA per SM (persistent) starts with unit x and goes on with x + grid,
+x + 2 grid, ... for non-causal calls (a static schedule over equal units) or, causal, with each next unit
+from a global per-stream counter (a dynamic schedule, longest first, heads grouped so their K and V stay
+in L2; the last CTA to run out resets the counter).
 
-* warpgroup 0 -- the producer (``setmaxnreg_dec(24)``): one thread issues the TMA loads of each unit's Q
-  tile (``q_full``, after ``q_empty`` says the previous unit's last S is done), then per key block j the
-  K block (``k_full[s]``, after ``k_empty[s]``) and the V block (``v_full[s]``, after ``v_empty[s]``)
-  into STAGES-deep rings whose position carries across units. q, k, v are bound as 3-D TMA maps (rows x
-  head_dim, batched over heads or batch x heads: ``attention_host.tma_view``); head_dim is loaded as 64-column boxes
-  (one 128-byte swizzle row each), side by side in shared memory.
+* warpgroup 0 -- the producer (``setmaxnreg_dec(24)``): thread 32 schedules: it takes the units, hands
+  each to the other roles through a two-slot ring in shared memory (``hand_over`` / ``take_over``) and
+  issues the TMA load of its Q tile (``q_full``, after ``q_empty`` says the previous unit's last S is
+  done); thread 0 loads per key block j the K block (``k_full[s]``, after ``k_empty[s]``) and the V block
+  (``v_full[s]``, after ``v_empty[s]``) into STAGES-deep rings whose position carries across units.
+  q, k, v are bound as 3-D TMA maps (rows x head_dim, batched over heads or batch x heads:
+  ``attention_host.tma_view``); head_dim is loaded as 64-column boxes (one 128-byte swizzle row each),
+  side by side in shared memory.
 * warpgroups 1..CONSUMERS -- the consumers (``setmaxnreg_inc``), 64 query rows each: S = Q K^T by
   WGMMA from shared memory (both K-major, K = head_dim in one plan), the mask from
   ``fragment_coords`` on blocks that cross a row's key limit (key bound, bottom-right causal), the
@@ -31,11 +35,14 @@ rows, head, batch entry); a CTA walks units x, x + grid, ...: one CTA per SM for
   leaves P V in flight (``wait_mma(s, pending=1)``) while the softmax of block j+1 runs. With
   ``pingpong`` the two consumers take turns issuing their GEMMs (named barriers 1 and 2), so one's
   softmax runs under the other's tensor-core work.
-* epilogue: O * (1 / l) (``rcp.approx``) stored from registers (whole 64-row tiles without tests,
-  ragged ones bounded per element), LSE (natural log) by the lanes that own each row.
+* epilogue: O * (1 / l) (``rcp.approx``); batched calls where the staging fits (D = 64, D = 128 causal)
+  write it into shared memory (``stmatrix``) and TMA-store it through a (batch, seqlen, heads * D) map of
+  o that clips at each sequence's end; the others store from registers (whole 64-row tiles without
+  tests, ragged ones bounded per element). LSE (natural log) by the lanes that own each row.
 
-Tiles (``tile_config``, measured on the H200): D = 64: 192 x 128 (three consumers); D = 128: 128 x 176
-non-causal, 128 x 128 causal, pingpong; D = 256: 128 x 80 (pingpong when causal).
+Tiles (``tile_config``, measured on the H200): D = 64: 128 x 128 with two consumers and pingpong for
+short sequences (keys <= 1k non-causal, <= 2k causal), else 192 x 128 (three consumers); D = 128:
+128 x 176 non-causal, 128 x 128 causal, pingpong; D = 256: 128 x 80 (pingpong when causal).
 """
 import math
 from dataclasses import dataclass
@@ -94,13 +101,18 @@ class TileConfig:
         return threads(self.consumers)
 
 
-def tile_config(head_dim, causal):
-    """The TileConfig of one (head_dim, causal) specialisation (measured on the H200, docs/attention.md).
+def tile_config(head_dim, causal, seqlen_k=None):
+    """The TileConfig of one (head_dim, causal) specialisation for keys up to ``seqlen_k`` long (None:
+    any length; measured on the H200, docs/attention.md).
 
     Shared memory holds Q (BM x D) and STAGES K and V blocks (BN x D each): D = 256 needs a short key
-    block to fit (128 x 256 + 2 * 2 * 80 x 256 elements = 224 KB)."""
+    block to fit (128 x 256 + 2 * 2 * 80 x 256 elements = 224 KB). Short sequences take the tiles of
+    ``SHORT_TILES`` (smaller Q tiles: more units to balance, less work per unit in flight)."""
     if (head_dim, causal) in TILE_OVERRIDES:
         return TILE_OVERRIDES[head_dim, causal]
+    short = SHORT_TILES.get((head_dim, causal))
+    if short is not None and seqlen_k is not None and seqlen_k <= short[0]:
+        return short[1]
     if head_dim == 256:
         return TileConfig(80, 2, 2, pingpong=causal)
     if head_dim == 64:
@@ -109,6 +121,19 @@ def tile_config(head_dim, causal):
 
 
 TILE_OVERRIDES = {}        # (head_dim, causal) -> TileConfig, for tuning runs
+# (head_dim, causal) -> (longest seqlen_k, TileConfig) for short sequences (measured: docs/attention.md)
+SHORT_TILES = {(64, False): (1024, TileConfig(128, 2, 2, pingpong=True)),
+               (64, True): (2048, TileConfig(128, 2, 2, pingpong=True))}
+
+# causal -> how CTAs take work units (measured: docs/attention.md):
+#   "static": one CTA per SM walks units x, x + grid, ... (non-causal: equal units, so it balances);
+#   "dynamic": one CTA per SM, each next unit from a global counter, longest first (causal: unequal units);
+#   "per_unit": one CTA per unit (the hardware hands out CTAs in order).
+SCHEDULE = {False: "static", True: "dynamic"}
+L2_GROUP_BYTES = 16 << 20     # K and V bytes of one group of (batch, head) pairs in the dynamic order
+# "tma": batched calls store O through shared memory and TMA where the staging fits (tma_store_fits);
+# "registers": every call stores O from registers (varlen calls always do)
+EPILOGUE = "tma"
 
 
 def threads(consumers):
@@ -148,14 +173,85 @@ def mask_block(sc, n0, seqlen_k, diag, wg_limit, BN: tylo.constexpr, CAUSAL: tyl
 
 
 @tylo.func
-def tile_of(t, num_m, heads, CAUSAL: tylo.constexpr):
-    """(Q tile, head, batch entry) of work unit ``t``: Q tiles fastest, so the tiles running at once share
-    one or two heads' K and V in L2; causal walks each head's tiles last to first (longest first)."""
-    mt = t % num_m
-    bh = t // num_m
+def tile_of(t, num_m, heads, batch, bh_group, CAUSAL: tylo.constexpr):
+    """(Q tile, head, batch entry) of work unit ``t``. The (batch, head) pairs form groups of ``bh_group``
+    (sized on the host so a group's K and V stay in L2); within a group the (batch, head) pair runs
+    fastest, then the Q tile, so the units running at once share the group's K and V. Causal walks the
+    tiles last to first (the longest first: a longest-first order when units are taken in order).
+    ``bh_group = 1`` is each head's tiles in turn."""
+    bhs = heads * batch
+    span = bh_group * num_m
+    g = t // span
+    r = t - g * span
+    size = tylo.minimum(bh_group, bhs - g * bh_group)    # the last group may be smaller
+    mt = r // size
+    bh = g * bh_group + (r - mt * size)
     if CAUSAL:
         mt = num_m - 1 - mt
     return mt, bh % heads, bh // heads
+
+
+@tylo.func
+def ring_position(it, STAGES: tylo.constexpr):
+    """(stage, phase parity) of the ``it``-th block through a STAGES-deep ring (``it >= 0``; shifts and
+    masks when STAGES is a power of two: fewer registers than signed division in the producer)."""
+    if STAGES & (STAGES - 1) == 0:
+        shift = STAGES.bit_length() - 1
+        return it & (STAGES - 1), (it >> shift) & 1
+    return it % STAGES, (it // STAGES) & 1
+
+
+@tylo.func
+def hand_over(slots, full, empty, n, mt, h, b, n_blocks, kv_row, kv_bat):
+    """The scheduler thread: hand a unit to the K/V thread and the consumers through slot ``n % 2`` of a
+    two-slot ring in shared memory (``full[s]``: written; ``empty[s]``: every reader has read it): its Q
+    tile, head and batch entry (``mt = -1``: no more units), and for the K/V thread its key blocks, first
+    key row and K/V batch coordinate."""
+    s = n & 1
+    mb.mbarrier_wait(empty + s, ((n >> 1) & 1) ^ 1)      # a fresh ring is free
+    slot = slots + 8 * s
+    slot[0] = mt
+    slot[1] = h
+    slot[2] = b
+    slot[3] = n_blocks
+    slot[4] = kv_row
+    slot[5] = kv_bat
+    mb.mbarrier_arrive(full + s)                          # release: the slot's writes are seen by the waiters
+
+
+@tylo.func
+def take_over(slots, full, empty, n, FIRST: tylo.constexpr):
+    """A reader thread: words FIRST..FIRST+2 of slot ``n % 2`` (see ``hand_over``): (mt, h, b) for the
+    consumers (FIRST = 0), (n_blocks, kv_row, kv_bat) for the K/V thread (FIRST = 3)."""
+    s = n & 1
+    mb.mbarrier_wait(full + s, (n >> 1) & 1)
+    slot = slots + 8 * s
+    x = slot[FIRST]
+    y = slot[FIRST + 1]
+    z = slot[FIRST + 2]
+    mb.mbarrier_arrive(empty + s)
+    return x, y, z
+
+
+@tylo.func
+def store_o_tma(o_map, staging, res, cons, lead, row, col, b, rows_left, D: tylo.constexpr):
+    """Consumer ``cons``: its 64 x D tile of O (``res``, already in the output dtype) into its staging
+    buffer (D / 64 swizzled boxes), then TMA stores at (row, col) of batch entry ``b`` of ``o_map``
+    (rows past the sequence's end are clipped by the map). Named barrier 3 + cons orders the
+    warpgroup's writes before the store and the previous store's reads before the writes."""
+    buf = staging + cons * (64 * D)
+    if lead:
+        tma.wait_tma_reads(0)                     # the previous unit's stores have read the staging
+    mb.named_barrier_sync(3 + cons, 128)
+    for j in tylo.static_range(D // DC):
+        tylo.store(tma.shared_tile(o_map, buf + j * (64 * DC)), window(res, (0, DC * j), (64, DC)))
+    mb.fence_view_async_shared()                  # the generic writes, seen by the TMA (async proxy)
+    mb.named_barrier_sync(3 + cons, 128)
+    if lead:
+        if rows_left > 0:
+            for j in tylo.static_range(D // DC):
+                tma.tma_store(o_map, tma.shared_tile(o_map, buf + j * (64 * DC)), (row, col + DC * j, b))
+            tma.commit_tma_stores()
 
 
 @tylo.func
@@ -184,14 +280,20 @@ def tile_extent(cu_q, cu_k, seq_q, seq_k, b, m0, BM: tylo.constexpr, BN: tylo.co
 
 
 @tylo.jit
-def attention_fwd(o, lse, q_map, k_map, v_map, cu_q, cu_k, heads, group, q_row_mul, q_bat_mul, kv_row_mul,
-                  kv_bat_mul, lse_b, lse_h, lse_row_mul, num_m, batch, seq_q, seq_k, scale_log2, D: tylo.constexpr,
-                  CAUSAL: tylo.constexpr, BN: tylo.constexpr, STAGES: tylo.constexpr, CONSUMERS: tylo.constexpr,
-                  DTYPE: tylo.constexpr, VARLEN: tylo.constexpr = False, PINGPONG: tylo.constexpr = False):
-    """Work units are (Q tile, head, batch entry), ``num_m * heads * batch`` of them; CTA ``x`` takes units
-    x, x + grid, ... (one each when the grid covers them all; persistent when it is smaller). VARLEN: the
-    sequences' offsets and lengths come from ``cu_q`` / ``cu_k``; otherwise every sequence has ``seq_q``
-    queries and ``seq_k`` keys."""
+def attention_fwd(o, lse, q_map, k_map, v_map, o_map, cu_q, cu_k, counter, heads, group, q_row_mul, q_bat_mul,
+                  kv_row_mul, kv_bat_mul, lse_b, lse_h, lse_row_mul, num_m, batch, seq_q, seq_k, bh_group, scale_log2,
+                  D: tylo.constexpr, CAUSAL: tylo.constexpr, BN: tylo.constexpr, STAGES: tylo.constexpr,
+                  CONSUMERS: tylo.constexpr, DTYPE: tylo.constexpr, VARLEN: tylo.constexpr = False,
+                  PINGPONG: tylo.constexpr = False, DYNAMIC: tylo.constexpr = False,
+                  TMA_STORE: tylo.constexpr = False):
+    """Work units are (Q tile, head, batch entry), ``num_m * heads * batch`` of them (``tile_of``); CTA ``x``
+    starts with unit x. Static schedule: then x + grid, x + 2 grid, ... DYNAMIC: the producer takes each
+    next unit from the global ``counter`` (``grid + atomic_add(counter[0], 1)``) and hands it to the
+    consumers through shared memory; the last CTA to run out resets ``counter[0..1]`` to 0 for the next
+    launch on its stream. VARLEN: the sequences' offsets and lengths come from ``cu_q`` / ``cu_k``;
+    otherwise every sequence has ``seq_q`` queries and ``seq_k`` keys. TMA_STORE (batched calls only): O
+    leaves through shared memory and TMA stores of ``o_map`` (o as (batch, seqlen_q, heads * D): the
+    store clips at each sequence's end); else from registers, bounds-checked per element."""
     BM = 64 * CONSUMERS
     NC = D // DC
     S_PLAN = wg.WGMMA64(DTYPE, n=BN, k=D)
@@ -199,13 +301,17 @@ def attention_fwd(o, lse, q_map, k_map, v_map, cu_q, cu_k, heads, group, q_row_m
     q_s = tylo.shared_array(DTYPE, (BM * D,), align=1024)
     k_s = tylo.shared_array(DTYPE, (STAGES * BN * D,), align=1024)
     v_s = tylo.shared_array(DTYPE, (STAGES * BN * D,), align=1024)
-    bars = tylo.shared_array(tylo.u64, (4 * STAGES + 2,), align=8)
+    o_s = tylo.shared_array(DTYPE, (CONSUMERS * 64 * D if TMA_STORE else 8,), align=1024)   # O staging
+    bars = tylo.shared_array(tylo.u64, (4 * STAGES + 6,), align=8)
+    slots = tylo.shared_array(tylo.i32, (16,), align=16)   # two slots of a unit's coordinates (hand_over)
     k_full = bars.ptr
     k_empty = bars.ptr + STAGES
     v_full = bars.ptr + 2 * STAGES
     v_empty = bars.ptr + 3 * STAGES
     q_full = bars.ptr + 4 * STAGES
     q_empty = bars.ptr + 4 * STAGES + 1
+    slot_full = bars.ptr + 4 * STAGES + 2          # slot s holds the next unit
+    slot_empty = bars.ptr + 4 * STAGES + 4         # the loading thread and every consumer thread have read it
     tid = tylo.thread_idx.x
     units = num_m * heads * batch
 
@@ -213,6 +319,8 @@ def attention_fwd(o, lse, q_map, k_map, v_map, cu_q, cu_k, heads, group, q_row_m
         tma.prefetch_tma_descriptor(q_map)
         tma.prefetch_tma_descriptor(k_map)
         tma.prefetch_tma_descriptor(v_map)
+        if TMA_STORE:
+            tma.prefetch_tma_descriptor(o_map)
         for s in tylo.static_range(STAGES):
             mb.mbarrier_init(k_full + s, 1)            # the producer's arrive.expect_tx (+ TMA bytes)
             mb.mbarrier_init(v_full + s, 1)
@@ -220,6 +328,9 @@ def attention_fwd(o, lse, q_map, k_map, v_map, cu_q, cu_k, heads, group, q_row_m
             mb.mbarrier_init(v_empty + s, CONSUMERS)
         mb.mbarrier_init(q_full, 1)
         mb.mbarrier_init(q_empty, CONSUMERS)          # the consumers are done with this Q tile
+        for s in tylo.static_range(2):
+            mb.mbarrier_init(slot_full + s, 1)
+            mb.mbarrier_init(slot_empty + s, 1 + 128 * CONSUMERS)
         mb.fence_mbarrier_init()
         mb.fence_view_async_shared()
     tylo.sync_threads()
@@ -227,14 +338,22 @@ def attention_fwd(o, lse, q_map, k_map, v_map, cu_q, cu_k, heads, group, q_row_m
     wgi = mb.warpgroup_idx()
     if wgi == 0:
         mb.setmaxnreg_dec(PRODUCER_REGS)
-        if tid == 0:
-            it = 0                                     # K/V blocks loaded so far (ring position)
+        if tid == 32:
+            # the scheduler (one thread of the second warp): units in order x, x + grid, ... (static) or,
+            # DYNAMIC, each next one from the global counter; it hands each to the K/V thread and the consumers
+            # through the slots and loads its Q tile (two threads split the producer's work: each fits in
+            # the producer's 24 registers)
+            n = 0                                      # units handed over
             qi = 0                                     # Q tiles loaded so far
-            for t in range(tylo.block_idx.x, units, tylo.grid_dim.x):
-                mt, h, b = tile_of(t, num_m, heads, CAUSAL)
+            t = tylo.block_idx.x
+            while t < units:
+                mt, h, b = tile_of(t, num_m, heads, batch, bh_group, CAUSAL)
                 m0 = mt * BM
                 q_start, k_start, seqlen_q, seqlen_k, n_blocks = tile_extent(cu_q, cu_k, seq_q, seq_k, b, m0, BM, BN,
                                                                              CAUSAL, VARLEN)
+                hand_over(slots.ptr, slot_full, slot_empty, n, mt, h, b, n_blocks, kv_row_mul * k_start,
+                          kv_bat_mul * b + h // group)
+                n += 1
                 if n_blocks > 0:
                     if qi > 0:
                         mb.mbarrier_wait(q_empty, (qi - 1) & 1)
@@ -242,20 +361,39 @@ def attention_fwd(o, lse, q_map, k_map, v_map, cu_q, cu_k, heads, group, q_row_m
                     tma.tma_load(tma.shared_tile(q_map, q_s.ptr, (1, NC)), q_map,
                                  (q_row_mul * q_start + m0, 0, q_bat_mul * b + h), q_full)
                     qi += 1
-                kv_row = kv_row_mul * k_start
-                kv_bat = kv_bat_mul * b + h // group
-                for j in range(n_blocks):
-                    s = it % STAGES
-                    phase = ((it // STAGES) & 1) ^ 1       # a fresh ring is free
+                if DYNAMIC:
+                    t = tylo.grid_dim.x + tylo.atomic_add(counter, 1)
+                else:
+                    t += tylo.grid_dim.x
+            hand_over(slots.ptr, slot_full, slot_empty, n, -1, 0, 0, -1, 0, 0)        # no more units
+            if DYNAMIC:
+                # every CTA takes exactly one unit past the end, then counts itself out; the last one out
+                # knows that no CTA reads the counter again and resets both words for the next launch
+                if tylo.atomic_add(counter + 1, 1) == tylo.grid_dim.x - 1:
+                    tylo.atomic_exch(counter, 0)
+                    tylo.atomic_exch(counter + 1, 0)
+        if tid == 0:
+            # the K/V thread: each unit's key blocks into the two rings
+            it = 0                                     # K/V blocks loaded so far (ring position)
+            n = 1                                      # units taken from the slots
+            n_blocks, row, kv_bat = take_over(slots.ptr, slot_full, slot_empty, 0, 3)
+            while n_blocks >= 0:
+                end = it + n_blocks                    # (a while over it: fewer live registers than a j loop)
+                while it < end:
+                    s, phase = ring_position(it, STAGES)
+                    phase = phase ^ 1                      # a fresh ring is free
                     mb.mbarrier_wait(k_empty + s, phase)
                     mb.mbarrier_arrive_expect_tx(k_full + s, BN * D * DTYPE.itemsize)
-                    tma.tma_load(tma.shared_tile(k_map, k_s.ptr + s * (BN * D), (1, NC)), k_map,
-                                 (kv_row + j * BN, 0, kv_bat), k_full + s)
+                    tma.tma_load(tma.shared_tile(k_map, k_s.ptr + s * (BN * D), (1, NC)), k_map, (row, 0, kv_bat),
+                                 k_full + s)
                     mb.mbarrier_wait(v_empty + s, phase)
                     mb.mbarrier_arrive_expect_tx(v_full + s, BN * D * DTYPE.itemsize)
-                    tma.tma_load(tma.shared_tile(v_map, v_s.ptr + s * (BN * D), (1, NC)), v_map,
-                                 (kv_row + j * BN, 0, kv_bat), v_full + s)
+                    tma.tma_load(tma.shared_tile(v_map, v_s.ptr + s * (BN * D), (1, NC)), v_map, (row, 0, kv_bat),
+                                 v_full + s)
+                    row += BN
                     it += 1
+                n_blocks, row, kv_bat = take_over(slots.ptr, slot_full, slot_empty, n, 3)
+                n += 1
     else:
         mb.setmaxnreg_inc(consumer_registers(CONSUMERS))
         cons = wgi - 1
@@ -266,8 +404,9 @@ def attention_fwd(o, lse, q_map, k_map, v_map, cu_q, cu_k, heads, group, q_row_m
                 mb.named_barrier_arrive(1, 256)      # warpgroup 1 issues its first GEMMs first
         it = 0
         qi = 0
-        for t in range(tylo.block_idx.x, units, tylo.grid_dim.x):
-            mt, h, b = tile_of(t, num_m, heads, CAUSAL)
+        n = 1
+        mt, h, b = take_over(slots.ptr, slot_full, slot_empty, 0, 0)
+        while mt >= 0:
             m0 = mt * BM
             q_start, k_start, seqlen_q, seqlen_k, n_blocks = tile_extent(cu_q, cu_k, seq_q, seq_k, b, m0, BM, BN,
                                                                          CAUSAL, VARLEN)
@@ -340,50 +479,114 @@ def attention_fwd(o, lse, q_map, k_map, v_map, cu_q, cu_k, heads, group, q_row_m
             total, row_lse = tylo.online_softmax_finish_exp2(m, l, scale_log2)
             out = tylo.online_softmax_normalize_fast(acc, total)
             rows_left = seqlen_q - r0
-            dst = window(tylo.GlobalTile(o + h * D, Layout((q_start + r0 + 64, D), (heads * D, 1))),
-                         (q_start + r0, 0), (64, D))
-            if D < 256 and rows_left >= 64:          # warpgroup-uniform: whole tiles store without per-element tests
-                tylo.store(dst, out)
+            if TMA_STORE:
+                store_o_tma(o_map, o_s.ptr, out.astype(DTYPE), cons, lead, r0, h * D, b, rows_left, D)
             else:
-                tylo.store_bounded(dst, out, (rows_left, D))
+                dst = window(tylo.GlobalTile(o + h * D, Layout((q_start + r0 + 64, D), (heads * D, 1))),
+                             (q_start + r0, 0), (64, D))
+                if rows_left >= 64:                  # warpgroup-uniform: whole tiles store without per-element tests
+                    tylo.store(dst, out)
+                else:
+                    tylo.store_bounded(dst, out, (rows_left, D))
             if tid % 4 == 0:
                 lse_row0 = b * lse_b + h * lse_h + lse_row_mul * q_start + r0
                 lse_dst = tylo.GlobalTile(lse + lse_row0, Layout((64, 1), (1, 1)))
                 tylo.store_bounded(lse_dst, row_lse, (rows_left, 1))
+            mt, h, b = take_over(slots.ptr, slot_full, slot_empty, n, 0)
+            n += 1
         if PINGPONG:
             if cons == 0:
                 mb.named_barrier_sync(1, 256)        # the other warpgroup's last arrival on barrier 1
+        if TMA_STORE:
+            if lead:
+                tma.wait_tma_stores(0)               # the last stores are done before the CTA ends
 
 
-def signature(dtype=tylo.bf16, head_dim=128, causal=False):
+def signature(dtype=tylo.bf16, head_dim=128, causal=False, seqlen_k=None):
     """The launch signature (TMA maps are 3-D: rows x head_dim, batched)."""
-    cfg = tile_config(head_dim, causal)
+    cfg = tile_config(head_dim, causal, seqlen_k)
     q_plan, kv_plan, _, _ = plans(dtype, head_dim, cfg.bn, cfg.consumers)
     name = "bf16" if dtype == tylo.bf16 else "f16"
-    return ([f"*{name}:16", "*f32", tma.batched(q_plan), tma.batched(kv_plan), tma.batched(kv_plan), "*i32", "*i32"]
-            + ["i32"] * 13 + ["f32"])
+    return ([f"*{name}:16", "*f32", tma.batched(q_plan), tma.batched(kv_plan), tma.batched(kv_plan),
+             tma.batched(o_plan(dtype)), "*i32", "*i32", "*i32"] + ["i32"] * 14 + ["f32"])
 
 
-def constexprs(dtype, head_dim, causal, varlen=False):
-    cfg = tile_config(head_dim, causal)
+def o_plan(dtype):
+    """The O staging / TMA store box: 64 rows x 64 columns (one 128-byte swizzle row of 16-bit data)."""
+    return tma.TMATile(dtype, (64, DC))
+
+
+SHARED_BYTES = 232448 - 1024     # sm_90's shared memory per CTA, less the barriers, slots and alignment
+
+
+def tma_store_fits(cfg, head_dim, itemsize=2):
+    """Whether Q, the K/V rings and the O staging (64 x head_dim per consumer) fit in shared memory."""
+    return itemsize * head_dim * (cfg.bm + 2 * cfg.stages * cfg.bn + 64 * cfg.consumers) <= SHARED_BYTES
+
+
+def output_map(o, varlen, lib):
+    """The TMA binding of ``o`` (contiguous, (batch, seqlen, heads, D) or packed (total, heads, D)) as
+    (batch, seqlen, heads * D): a box at (row, h * D + c, b) is clipped at the sequence's end."""
+    *lead, heads, d = o.shape
+    batch, seq = (1, lead[0]) if varlen else lead
+    shape, strides = (batch, seq, heads * d), (seq * heads * d, heads * d, 1)
+    if lib == "numpy":
+        view = host.strided(o, lib, host.pointer(o, lib), shape, strides)
+    else:   # the cached binding must not keep each call's output alive: the map holds only its address
+        view = host.DeviceView(None, host.pointer(o, lib), host.numpy_dtype(host.dtype_name(o)), shape, strides)
+    return host.tma_binding(o_plan(DTYPES[host.dtype_name(o)]), view, lib)
+
+
+# attention_fwd's runtime arguments, in signature order (``prepare`` returns them so)
+ARG_NAMES = ("o", "lse", "q_map", "k_map", "v_map", "o_map", "cu_q", "cu_k", "counter", "heads", "group", "q_row_mul",
+             "q_bat_mul", "kv_row_mul", "kv_bat_mul", "lse_b", "lse_h", "lse_row_mul", "num_m", "batch", "seq_q",
+             "seq_k", "bh_group", "scale_log2")
+O_MAP = ARG_NAMES.index("o_map")
+
+
+def constexprs(dtype, head_dim, causal, varlen=False, seqlen_k=None):
+    cfg = tile_config(head_dim, causal, seqlen_k)
     return {"D": head_dim, "CAUSAL": causal, "BN": cfg.bn, "STAGES": cfg.stages, "CONSUMERS": cfg.consumers,
-            "DTYPE": dtype, "VARLEN": varlen, "PINGPONG": cfg.pingpong}
+            "DTYPE": dtype, "VARLEN": varlen, "PINGPONG": cfg.pingpong, "DYNAMIC": SCHEDULE[causal] == "dynamic",
+            "TMA_STORE": EPILOGUE == "tma" and not varlen and tma_store_fits(cfg, head_dim, dtype.itemsize)}
 
 
-AOT = [(attention_fwd, signature(tylo.bf16, d, c), constexprs(tylo.bf16, d, c), tile_config(d, c).threads)
-       for d in HEAD_DIMS for c in (False, True)]
+# every (head_dim, causal), and the short-sequence tiles (seqlen_k = the class's longest)
+SPECIALISATIONS = [(d, c, None) for d in HEAD_DIMS for c in (False, True)] + [
+    (d, c, n) for (d, c), (n, _) in SHORT_TILES.items()]
+AOT = [(attention_fwd, signature(tylo.bf16, d, c, n), constexprs(tylo.bf16, d, c, seqlen_k=n),
+        tile_config(d, c, n).threads) for d, c, n in SPECIALISATIONS]
 
 
 # ---------------------------------------------------------------------------------------------- host side
 
-PERSISTENT = True          # non-causal: one CTA per SM walks the work units (static schedule)
-PERSISTENT_CAUSAL = False  # causal: one CTA per unit unless set (measured: docs/attention.md)
+
+
 def grid_size(units, causal):
-    """CTAs to launch: one per SM for non-causal work (persistent, equal units: a static schedule balances);
-    one per unit for causal (the hardware hands the next unit, longest first, to whichever SM frees up)."""
-    if not (PERSISTENT_CAUSAL if causal else PERSISTENT):
+    """CTAs to launch: one per unit for "per_unit", else one per SM (at most one per unit)."""
+    if SCHEDULE[causal] == "per_unit":
         return units
     return min(units, driver.sm_count())
+
+
+def head_group(causal, seqlen_k, head_dim, itemsize, bh_pairs):
+    """(batch, head) pairs per group of ``tile_of``'s order: the dynamic schedule groups as many as keep
+    their K and V (``2 * seqlen_k * head_dim`` elements each) within ``L2_GROUP_BYTES``; the static ones
+    take each head's tiles in turn (1)."""
+    if SCHEDULE[causal] != "dynamic":
+        return 1
+    per_pair = max(1, 2 * seqlen_k * head_dim * itemsize)
+    return max(1, min(bh_pairs, L2_GROUP_BYTES // per_pair))
+
+
+def scheduler_counter(like, lib):
+    """The dynamic schedule's two int32 counters (next unit, CTAs done) for ``like``'s library, device and
+    current stream: zero before a launch, and the launch leaves them zero (its last CTA resets them), so
+    launches on one stream share them while launches on concurrent streams never do. numpy (the
+    interpreter): fresh zeros per call."""
+    if lib == "numpy":
+        return np.zeros(2, np.int32)
+    return host.stream_counters(like, lib, 2)
 
 
 def prepare(q, k, v, causal=False, scale=None, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,
@@ -396,7 +599,7 @@ def prepare(q, k, v, causal=False, scale=None, cu_seqlens_q=None, cu_seqlens_k=N
                                    head_dims=HEAD_DIMS)
     lib = host.one_library(q, k, v)
     dtype = DTYPES[pb.dtype]
-    cfg = tile_config(pb.head_dim, pb.causal)
+    cfg = tile_config(pb.head_dim, pb.causal, pb.max_seqlen_k)
     q_plan, kv_plan, _, _ = plans(dtype, pb.head_dim, cfg.bn, cfg.consumers)
     ops = host.kernel_operands(q, k, v, pb, lib)
     num_m = max(1, (pb.max_seqlen_q + cfg.bm - 1) // cfg.bm)
@@ -404,11 +607,13 @@ def prepare(q, k, v, causal=False, scale=None, cu_seqlens_q=None, cu_seqlens_k=N
     if ctas is None:
         ctas = units if lib == "numpy" else grid_size(units, pb.causal)
     grid = (max(1, min(ctas, units)), 1, 1)
+    bh_group = head_group(pb.causal, pb.max_seqlen_k, pb.head_dim, 2, pb.heads * pb.batch)
     args = [ops.o, ops.lse, host.tma_binding(q_plan, ops.q_view, lib), host.tma_binding(kv_plan, ops.k_view, lib),
-            host.tma_binding(kv_plan, ops.v_view, lib), ops.cu_q, ops.cu_k, pb.heads, pb.group, ops.q_row_mul,
-            ops.q_bat_mul, ops.kv_row_mul, ops.kv_bat_mul, ops.lse_b, ops.lse_h, ops.lse_row_mul,
-            num_m, pb.batch, pb.max_seqlen_q, pb.max_seqlen_k, pb.scale * LOG2E]
-    cx = constexprs(dtype, pb.head_dim, pb.causal, pb.varlen)
+            host.tma_binding(kv_plan, ops.v_view, lib), output_map(ops.o, pb.varlen, lib), ops.cu_q, ops.cu_k,
+            scheduler_counter(q, lib), pb.heads,
+            pb.group, ops.q_row_mul, ops.q_bat_mul, ops.kv_row_mul, ops.kv_bat_mul, ops.lse_b, ops.lse_h,
+            ops.lse_row_mul, num_m, pb.batch, pb.max_seqlen_q, pb.max_seqlen_k, bh_group, pb.scale * LOG2E]
+    cx = constexprs(dtype, pb.head_dim, pb.causal, pb.varlen, pb.max_seqlen_k)
     return grid, cfg.threads, args, cx, ops.o, ops.lse, lib
 
 
@@ -425,6 +630,9 @@ def attention(q, k, v, causal=False, scale=None, cu_seqlens_q=None, cu_seqlens_k
         o = host.empty(tuple(q.shape), host.dtype_name(q), q, lib)
         lse = host.empty(lse_shape, "float32", q, lib)
         if math.prod(o.shape):
+            if cx["TMA_STORE"]:         # the map of this call's o (bindings are cached by address)
+                template = list(template)
+                template[O_MAP - 2] = output_map(o, False, lib)
             attention_fwd[grid, block](o, lse, *template, *cx.values())
         return o, lse
     grid, block, args, cx, o, lse, lib = prepare(q, k, v, causal, scale, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
@@ -444,14 +652,16 @@ _LAUNCHES = {}
 
 def launch_key(q, k, v, causal, scale):
     """What a batched device call's launch depends on: the arrays' library, addresses, dtypes, shapes and
-    strides, ``causal`` and ``scale`` (None for numpy arrays and for arguments ``prepare`` must judge)."""
+    strides, ``causal``, ``scale`` and the current stream (None for numpy arrays and for arguments
+    ``prepare`` must judge)."""
     if type(causal) is not bool or not (scale is None or type(scale) in (int, float)):
         return None
     lib = host.array_library(q)
     if lib == "numpy" or any(host.array_library(x) != lib for x in (k, v)):
         return None
     try:
-        return (lib, causal, scale, *(array_fingerprint(x) for x in (q, k, v)))
+        # the stream too: the dynamic schedule's counters belong to one stream
+        return (lib, causal, scale, host.current_stream(q), *(array_fingerprint(x) for x in (q, k, v)))
     except (TypeError, ValueError):
         return None
 

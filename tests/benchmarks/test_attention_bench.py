@@ -272,3 +272,50 @@ def test_main_without_torch_says_so(monkeypatch, capsys):
     assert bench.main(["--quick"]) == 1
     assert capsys.readouterr().out.strip() == \
         "benchmarks/attention.py: torch is not installed (pip install torch): nothing measured"
+
+
+# ---------------------------------------------------------------- tuning variants of the Hopper kernel
+
+def test_tylo_variants_parse_and_bad_ones_name_the_setting():
+    args = bench.parse_args(["--tylo-variant", "pu=schedule:per_unit,tile:128x2x2p,l2mb:8",
+                             "--tylo-variant", "d=schedule:dynamic", "--libraries", "tylo,cudnn"])
+    assert args.tylo_variant == [("pu", {"schedule": "per_unit", "tile": (128, 2, 2, True), "l2mb": 8.0}),
+                                 ("d", {"schedule": "dynamic"})]
+    assert args.libraries == ("tylo", "cudnn")
+    for bad, match in (("x", "NAME=KEY:VALUE"), ("x=speed:1", "one of schedule"), ("x=schedule:lpt", "per_unit"),
+                       ("x=tile:128x2", "BNxSTAGESxCONSUMERS"), ("x=epilogue:smem", "tma or registers")):
+        with pytest.raises(SystemExit):
+            bench.parse_args(["--tylo-variant", bad])
+        with pytest.raises(Exception, match=match):
+            bench.parse_variant(bad)
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--libraries", "tylo,cublas"])
+
+
+def test_variant_runner_applies_settings_for_one_call_and_restores_them():
+    class FakeHopper:                       # the settings hopper_attention.attention reads
+        SCHEDULE = {False: "static", True: "dynamic"}
+        TILE_OVERRIDES = {}
+        L2_GROUP_BYTES = 1 << 24
+        EPILOGUE = "tma"
+        _LAUNCHES = {"mine": 1}
+        TileConfig = staticmethod(lambda *a: a)
+        seen = []
+
+        @classmethod
+        def attention(cls, q, k, v, causal):
+            cls.seen.append((dict(cls.SCHEDULE), dict(cls.TILE_OVERRIDES), cls.L2_GROUP_BYTES, cls._LAUNCHES,
+                             cls.EPILOGUE))
+            return ("o", "lse")
+
+    class Q:
+        shape = (1, 8, 2, 64)
+    run = bench.variant_runner(FakeHopper, {"schedule": "per_unit", "tile": (128, 2, 3, False), "l2mb": 2,
+                                            "epilogue": "registers"})
+    assert run(Q(), None, None, True) == "o"
+    schedule, tiles, l2, launches, epilogue = FakeHopper.seen[0]
+    assert epilogue == "registers" and FakeHopper.EPILOGUE == "tma"
+    assert schedule == {False: "static", True: "per_unit"} and tiles == {(64, True): (128, 2, 3, False)}
+    assert l2 == 2 << 20 and launches == {}
+    assert FakeHopper.SCHEDULE == {False: "static", True: "dynamic"} and FakeHopper.TILE_OVERRIDES == {}
+    assert FakeHopper.L2_GROUP_BYTES == 1 << 24 and FakeHopper._LAUNCHES == {"mine": 1}

@@ -18,25 +18,28 @@ from tylo.codegen.targets import get_target
 BF16 = ml_dtypes.bfloat16
 
 
-def _compile(dtype, d, causal):
-    return ha.attention_fwd.compile(signature=ha.signature(dtype, d, causal), constexprs=ha.constexprs(dtype, d, causal),
-                                    arch="sm_90a", block=ha.tile_config(d, causal).threads)
+def _compile(dtype, d, causal, seqlen_k=None):
+    return ha.attention_fwd.compile(signature=ha.signature(dtype, d, causal, seqlen_k),
+                                    constexprs=ha.constexprs(dtype, d, causal, seqlen_k=seqlen_k), arch="sm_90a",
+                                    block=ha.tile_config(d, causal, seqlen_k).threads)
 
 
-SPECS = [(tylo.bf16, d, c) for d in ha.HEAD_DIMS for c in (False, True)] + [(tylo.f16, 128, False)]
+SPECS = [(tylo.bf16, d, c, n) for d, c, n in ha.SPECIALISATIONS] + [(tylo.f16, 128, False, None)]
 
 
-@pytest.mark.parametrize("dtype,d,causal", SPECS, ids=[f"{t}-d{d}-{'causal' if c else 'full'}" for t, d, c in SPECS])
-def test_assembles_without_spills_or_serialisation(dtype, d, causal):
+@pytest.mark.parametrize("dtype,d,causal,seqlen_k", SPECS,
+                         ids=[f"{t}-d{d}-{'causal' if c else 'full'}{'' if n is None else f'-short{n}'}"
+                              for t, d, c, n in SPECS])
+def test_assembles_without_spills_or_serialisation(dtype, d, causal, seqlen_k):
     with warnings.catch_warnings():
         warnings.simplefilter("error")           # a WGMMASerializationWarning (C7509) or any assembler warning
-        ck = _compile(dtype, d, causal)
+        ck = _compile(dtype, d, causal, seqlen_k)
         _, _, log = ptx_to_cubin(ck.ptx, get_target("sm_90a"), ck.name)
     ptx = ck.ptx
     assert ck.resources.spill_bytes == 0 and ".local" not in ptx
     assert re.search(r"[1-9]\d* bytes stack frame", log) is None
     assert "C7509" not in log and "serialized" not in log and "C7508" not in log
-    cfg = ha.tile_config(d, causal)
+    cfg = ha.tile_config(d, causal, seqlen_k)
     bn, consumers = cfg.bn, cfg.consumers
     name = "bf16" if dtype == tylo.bf16 else "f16"
     # S = Q K^T (K = head_dim) twice (first block, loop) and P V (K = the key block) twice (loop, last block)
@@ -53,8 +56,9 @@ def test_assembles_without_spills_or_serialisation(dtype, d, causal):
 
 
 def test_aot_lists_every_head_dim_and_mask():
-    assert sorted((cx["D"], cx["CAUSAL"]) for _, _, cx, _ in ha.AOT) == sorted(
-        (d, c) for d in (64, 128, 256) for c in (False, True))
+    assert {(cx["D"], cx["CAUSAL"]) for _, _, cx, _ in ha.AOT} == {
+        (d, c) for d in (64, 128, 256) for c in (False, True)}
+    assert len(ha.AOT) == 6 + len(ha.SHORT_TILES)
     for _, _, cx, block in ha.AOT:
         assert block == ha.threads(cx["CONSUMERS"])
         bn, stages, consumers = cx["BN"], cx["STAGES"], cx["CONSUMERS"]
@@ -193,6 +197,10 @@ def test_interpreter_varlen_d256():
 def test_tile_configs():
     assert ha.tile_config(128, False) == ha.TileConfig(176, 2, 2, pingpong=True)
     assert ha.tile_config(64, True).bm == 192 and ha.tile_config(64, True).threads == 512
+    # short sequences: 128-row Q tiles with two consumers taking turns (D = 64), by the longest key sequence
+    assert ha.tile_config(64, True, 2048) == ha.TileConfig(128, 2, 2, pingpong=True)
+    assert ha.tile_config(64, True, 2049).bm == 192 and ha.tile_config(64, False, 2048).bm == 192
+    assert ha.tile_config(64, False, 1024).bm == 128 and ha.tile_config(128, False, 512).bn == 176
     with pytest.raises(ValueError, match="pingpong takes two consumer warpgroups"):
         ha.TileConfig(128, 2, 3, pingpong=True)
 
@@ -210,6 +218,86 @@ def test_interpreter_persistent_ctas_walk_several_units():
     ha.interpreted()[grid, block](*args, *cx.values())
     _check(o[0:5], lse[:, 0:5], q[0:5], k[0:40], v[0:40], False)
     assert (o[5:] == 0).all() and np.isneginf(lse[:, 5:]).all()
+
+
+@pytest.mark.slow
+def test_interpreter_dynamic_schedule_more_units_than_ctas(monkeypatch):
+    # causal: the dynamic schedule. 3 heads x 2 Q tiles (250 rows, BM = 192) = 6 units on 2 CTAs; the head
+    # groups hold 2 (batch, head) pairs (the last group is smaller). The interpreter runs CTA 0 to the end
+    # first, so it takes units 0, 2, 3, 4, 5 from the counter through the two-slot ring (wrapping it twice),
+    # CTA 1 takes unit 1 and runs out; the last CTA out leaves the counter at zero
+    monkeypatch.setattr(ha, "L2_GROUP_BYTES", 2 * (2 * 250 * 64 * 2))
+    q, k, v = _qkv((1, 250, 3, 64), (1, 250, 3, 64), seed=7)
+    grid, block, args, cx, o, lse, _ = ha.prepare(q, k, v, True, None, ctas=2)
+    named = dict(zip(ha.ARG_NAMES, args))
+    assert cx["DYNAMIC"] and grid == (2, 1, 1) and named["num_m"] * named["heads"] == 6 and named["bh_group"] == 2
+    ha.interpreted()[grid, block](*args, *cx.values())
+    _check(o[0], lse[0], q[0], k[0], v[0], True)
+    assert (named["counter"] == 0).all()
+
+
+def test_unit_order_groups_heads_longest_first(monkeypatch):
+    # tile_of's order, mirrored: within a group of bh_group (batch, head) pairs, causal takes every pair's
+    # last Q tile first; each unit exactly once
+    def order(units, num_m, bhs, g, causal):
+        out = []
+        for t in range(units):
+            grp, r = divmod(t, g * num_m)
+            size = min(g, bhs - grp * g)
+            mt, i = divmod(r, size)
+            out.append((num_m - 1 - mt if causal else mt, grp * g + i))
+        return out
+    seen = order(3 * 5, 3, 5, 2, True)
+    assert sorted(seen) == sorted((m, bh) for m in range(3) for bh in range(5))
+    assert seen[:4] == [(2, 0), (2, 1), (1, 0), (1, 1)] and seen[6:9] == [(2, 2), (2, 3), (1, 2)]
+    assert seen[12:] == [(2, 4), (1, 4), (0, 4)]
+    # the host's group size: as many pairs as keep K and V within L2_GROUP_BYTES; 1 for static schedules
+    monkeypatch.setattr(ha, "L2_GROUP_BYTES", 16 << 20)
+    assert ha.head_group(True, 512, 128, 2, 1024) == 64
+    assert ha.head_group(True, 16384, 128, 2, 16) == 2
+    assert ha.head_group(True, 512, 64, 2, 3) == 3
+    assert ha.head_group(False, 512, 128, 2, 1024) == 1
+
+
+def test_stream_counters_are_per_stream(monkeypatch):
+    import attention_host as host
+    made = []
+    monkeypatch.setattr(host, "current_stream", lambda like: like.stream)
+    monkeypatch.setattr(host.tylo, "to_device", lambda a: made.append(a.copy()) or a.copy())
+
+    class Arr:                               # a tylo-like device array on a given stream
+        def __init__(self, stream):
+            self.stream = stream
+    a, b = host.stream_counters(Arr(7), "tylo", 2), host.stream_counters(Arr(9), "tylo", 2)
+    assert a is not b and host.stream_counters(Arr(7), "tylo", 2) is a
+    assert len(made) == 2 and all((m == 0).all() and m.dtype == np.int32 and m.shape == (2,) for m in made)
+
+
+@pytest.mark.slow
+def test_interpreter_tma_store_epilogue_clips_at_each_ragged_end():
+    # batched D = 64: O leaves through shared memory and TMA stores of the (batch, seqlen, heads * D) map;
+    # 70 rows per sequence in 128-row tiles, so each tile's second warpgroup holds 6 real rows and the map
+    # must clip the rest at the sequence's end (sequence 0 must not run into sequence 1); launched into a
+    # NaN-poisoned output with guard rows after the last row, which stay NaN
+    q, k, v = _qkv((2, 70, 2, 64), (2, 50, 1, 64), seed=8)
+    grid, block, args, cx, o, lse, _ = ha.prepare(q, k, v, False, None)
+    assert cx["TMA_STORE"] and not cx["DYNAMIC"]
+    big = np.full((2 * 70 + 40, 2, 64), np.nan, o.dtype)
+    out = big[:140].reshape(o.shape)
+    args[0], args[ha.O_MAP] = out, ha.output_map(out, False, "numpy")
+    ha.interpreted()[grid, block](*args, *cx.values())
+    for i in range(2):
+        _check(out[i], lse[i], q[i], k[i], v[i], False)
+    assert np.isnan(big[140:].astype(np.float32)).all()
+
+
+def test_tma_store_epilogue_where_the_staging_fits():
+    # batched calls stage O in shared memory when Q, the rings and 64 x D per consumer fit; varlen never
+    fits = {(d, c, n): ha.constexprs(tylo.bf16, d, c, seqlen_k=n)["TMA_STORE"] for d, c, n in ha.SPECIALISATIONS}
+    assert fits[64, False, None] and fits[64, True, 2048] and fits[128, True, None]
+    assert not fits[128, False, None] and not fits[256, False, None] and not fits[256, True, None]
+    assert not any(ha.constexprs(tylo.bf16, d, c, varlen=True, seqlen_k=n)["TMA_STORE"]
+                   for d, c, n in ha.SPECIALISATIONS)
 
 
 def test_launch_cache_keys_only_plain_device_calls():

@@ -108,7 +108,7 @@ def _poisoned_launch(torch, q, k, v, causal, guard, **varlen):
     o_big = torch.full((rows + guard, *o.shape[-2:]), float("nan"), dtype=o.dtype, device=o.device)
     if lse.dim() == 2:                     # varlen (heads, total): each head's row gets guard columns
         lse_big = torch.full((lse.shape[0], lse.shape[1] + guard), float("nan"), device=o.device)
-        args[14] = lse.shape[1] + guard
+        args[ha.ARG_NAMES.index("lse_h")] = lse.shape[1] + guard
         lse_view = lse_big[:, :lse.shape[1]]
         lse_guard = lse_big[:, lse.shape[1]:]
     else:
@@ -116,6 +116,8 @@ def _poisoned_launch(torch, q, k, v, causal, guard, **varlen):
         lse_view = lse_big[:lse.numel()].view(lse.shape)
         lse_guard = lse_big[lse.numel():]
     args[0], args[1] = o_big, lse_big
+    # the TMA-store epilogue writes through a map of o: the same rows of o_big (the guards lie past its end)
+    args[ha.O_MAP] = ha.output_map(o_big[:rows].view(o.shape), lse.dim() == 2, "torch")
     ha.attention_fwd[grid, block](*args, *cx.values())
     torch.cuda.synchronize()
     return o_big[:rows].view(o.shape), lse_view, o_big[rows:], lse_guard
@@ -166,6 +168,33 @@ def test_tiles_against_sms_and_bitwise_repeats(shape):
             hs = slice(0, 2)                  # two heads of the first and last sequence (the reference is O(s^2))
             _check_sequence(torch, o[i][:, hs], lse[i][hs], q[i][:, hs], k[i][:, hs], v[i][:, hs], causal,
                             1 / math.sqrt(d))
+
+
+def test_dynamic_schedule_counters_reset_and_concurrent_streams():
+    # causal calls take units from a per-stream counter that the last CTA resets: after any number of
+    # calls it reads zero, and two streams running the same causal problem at once agree bitwise
+    import attention_host as host
+    torch = _torch()
+    q, k, v = _inputs(torch, 8, 1000, 1000, 16, 4, 128, seed=21)
+    ref, ref_lse = ha.attention(q, k, v, causal=True)
+    torch.cuda.synchronize()
+    assert torch.equal(host.stream_counters(q, "torch", 2).cpu(), torch.zeros(2, dtype=torch.int32))
+    streams = [torch.cuda.Stream() for _ in range(2)]
+    outs = []
+    for s in streams:
+        s.wait_stream(torch.cuda.current_stream())
+    for _ in range(4):
+        for s in streams:
+            with torch.cuda.stream(s):
+                outs.append(ha.attention(q, k, v, causal=True))
+    torch.cuda.synchronize()
+    for o, lse in outs:
+        assert torch.equal(o, ref) and torch.equal(lse, ref_lse)
+    for s in streams:
+        with torch.cuda.stream(s):
+            assert torch.equal(host.stream_counters(q, "torch", 2).cpu(), torch.zeros(2, dtype=torch.int32))
+    _check_sequence(torch, ref[0][:, :2], ref_lse[0][:2], q[0][:, :2], k[0][:, :1], v[0][:, :1], True,
+                    1 / math.sqrt(128))
 
 
 def test_runs_on_the_callers_stream():

@@ -3,11 +3,12 @@ every synchronisation of its IR is removed or weakened in turn (``ir_mutation``)
 mutant must be reported by the interpreter (a hazard, or a deadlock report naming where each warp waits).
 
 The base (``PINGPONG``): head_dim 64, 64-key blocks, 2-stage K and V rings, two consumer warpgroups
-taking turns through the pingpong named barriers; one CTA walks three varlen sequences (work units)
-of 1, 3 and 1 key blocks (ragged: the key mask runs too). So every synchronisation op runs: the
-producer's q_empty wait (units 2 and 3), both rings wrap and their parities flip (5 blocks through 2
-stages, carried across units), the block-0 and the loop's q_empty arrivals each release a Q tile that
-is reloaded, the loop runs twice, and every pingpong barrier site is used. The unmutated kernel must run
+taking turns through the pingpong named barriers; one CTA walks five varlen sequences (work units)
+of 1, 0, 3, 1 and 0 key blocks (ragged: the key mask runs too). So every synchronisation op runs: the
+scheduler's hand-overs through the two unit slots (wrapping twice) and every reader's take-overs, the
+producer's q_empty wait (the second and third Q tiles), both rings wrap and their parities flip (5
+blocks through 2 stages, carried across units), the block-0 and the loop's q_empty arrivals each
+release a Q tile that is reloaded, the loop runs twice, and every pingpong barrier site is used. The unmutated kernel must run
 clean on every seed and match float64 (FlashAttention-3's criterion); a mutant counts as reported when
 one of three scheduler seeds reports it.
 
@@ -119,7 +120,9 @@ class Case:
         return worst
 
 
-PINGPONG = Case(ha.TileConfig(64, 2, 2, pingpong=True), False, [100, 128, 70], [40, 150, 64])
+# units of 1, 0, 3, 1 and 0 key blocks: the ones without keys load no Q (no q_empty wait orders the unit
+# slots' reuse behind them, so a missing slot wait shows as a race)
+PINGPONG = Case(ha.TileConfig(64, 2, 2, pingpong=True), False, [100, 60, 128, 70, 30], [40, 0, 150, 64, 0])
 # causal, no pingpong (the consumers run freely), bottom-right mask over 2 and 3 key blocks
 CAUSAL = Case(ha.TileConfig(64, 2, 2), True, [128, 90], [100, 150])
 
@@ -137,8 +140,9 @@ def _mutants():
     out += [("pending+1", n, k) for n, k in sites if n == "nv.wgmma.wait_group"]
     out += [("pending-1", "nv.wgmma.wait_group", 1)]               # the S wait of the loop: pending=1 -> 0
     # releases moved before the wait that precedes them: K of block 0 (with Q), K of the loop (with Q),
-    # V of the loop, V of the last block (arrive 1 and 3, the q_empty arrivals, share those ifs)
-    out += [("early", "nv.mbarrier.arrive", k) for k in (0, 2, 4, 5)]
+    # V of the loop, V of the last block (arrive 6 and 8, the q_empty arrivals, share those ifs; arrives
+    # 0-4 and 11 are the unit slots' hand-over and take-overs)
+    out += [("early", "nv.mbarrier.arrive", k) for k in (5, 7, 9, 10)]
     return out
 
 
@@ -159,12 +163,14 @@ def test_the_mutation_set_covers_every_synchronisation(base_ir):
     removed = {(n, k) for kind, n, k in MUTANTS if kind == "remove"}
     assert removed == set(sites)
     counts = {n: sum(1 for m, _ in sites if m == n) for n in SYNC_OPS}
-    # 3 producer waits (q_empty, k_empty, v_empty) + 5 consumer waits (q_full, k_full x2, v_full x2);
-    # 6 releases; 3 expect_tx; 8 pingpong barrier sites; 4 WGMMA issue points, each fenced and committed
-    assert counts == {"nv.mbarrier.wait": 8, "nv.mbarrier.arrive": 6, "nv.mbarrier.arrive_expect_tx": 3,
+    # 3 producer waits (q_empty, k_empty, v_empty) + 5 consumer waits (q_full, k_full x2, v_full x2) + the
+    # unit slots' 6 (the scheduler's two hand-overs, two take-overs each by the K/V thread and the consumers);
+    # 6 releases + the slots' 6 arrivals; 3 expect_tx; 8 pingpong barrier sites; 4 WGMMA issue points,
+    # each fenced and committed
+    assert counts == {"nv.mbarrier.wait": 14, "nv.mbarrier.arrive": 12, "nv.mbarrier.arrive_expect_tx": 3,
                       "nv.fence": 2, "nv.named_barrier": 8, "nv.barrier": 1, "nv.wgmma.fence": 4,
                       "nv.wgmma.commit_group": 4, "nv.wgmma.wait_group": 4}
-    assert SAFE <= set(MUTANTS) and len(MUTANTS) == 63
+    assert SAFE <= set(MUTANTS) and len(MUTANTS) == 81
     assert set().union(*map(set, SAFE_GROUPS)) == SAFE
 
 
