@@ -498,14 +498,17 @@ def schedule(config, mk, nk, K, itemsize, sms):
 DEFAULT = GemmConfig()
 
 # H200 (sm_90) figures for the heuristic's cost model, fitted to the sweeps in docs/validation.md:
-# dense bf16 tensor peak, reachable HBM bandwidth, L2 -> shared bandwidth of one SM, and the rate of
-# the register epilogue's bounds-checked scalar stores (whole GPU)
+# dense bf16 tensor peak, reachable HBM bandwidth, L2 -> shared bandwidth of one SM, the latency that
+# bounds one SM's streaming rate by the bytes its ring keeps in flight, and the rate of the register
+# epilogue's bounds-checked scalar stores (whole GPU)
 PEAK_BF16 = 989e12
 HBM_BYTES_S = 3.9e12
 SM_BYTES_S = 110e9
+MEM_LATENCY_S = 1.5e-6
 DIRECT_STORES_S = 2.5e11        # elements per second
-UNIT_OVERHEAD_S = 1.5e-6        # a work unit's prologue / epilogue latency not hidden by the pipeline
-FIXUP_S = 1e-6                  # a cut tile's fences, arrival count and barriers
+LAUNCH_S = 3e-6                 # a launch's start, first loads and tail, whatever the configuration
+UNIT_OVERHEAD_S = 1.5e-6        # a tile piece's prologue / epilogue latency not hidden by the pipeline
+FIXUP_S = 2.5e-6                # a cut piece's partial store, fences, arrival count and barriers (measured)
 
 
 def _tensor_efficiency(consumers, tn):
@@ -516,11 +519,12 @@ def _tensor_efficiency(consumers, tn):
 
 def estimate_seconds(cfg, M, N, K, itemsize, sms):
     """The cost model behind ``choose_config``: the busiest CTA's K steps under the configuration's
-    ``schedule``, each bound by its tensor work or its operand traffic, plus a fixed cost per tile
-    piece and, for tiles cut between workers, writing the f32 partial and (the last arriver) reading all
-    of the tile's partials at one SM's L2 rate; the whole bound by HBM traffic, where the rows TMA
-    zero-fills past M and N count as traffic (measured: they cost like loads); plus the register
-    epilogue's stores."""
+    ``schedule``, each bound by its tensor work or its operand traffic (at one SM's L2 rate, or less
+    when the ring's bytes in flight cannot cover the memory latency), plus a fixed cost per tile piece;
+    for tiles cut between workers, a fixed cost per cut piece (partial store, fences, arrival) and the
+    last arriver's reads of all of the tile's partials; the whole bound by HBM traffic, where the rows
+    TMA zero-fills past M and N count as traffic (measured: they cost like loads); plus the register
+    epilogue's stores and a launch's fixed cost."""
     mk, nk = (N, M) if cfg.swap_ab else (M, N)
     bk = 128 // itemsize
     try:
@@ -530,20 +534,22 @@ def estimate_seconds(cfg, M, N, K, itemsize, sms):
     num_m, num_n = -(-mk // cfg.tm), -(-nk // cfg.tn)
     peak_sm = PEAK_BF16 * (2 if itemsize == 1 else 1) / sms
     compute = 2.0 * cfg.tm * cfg.tn * bk / (peak_sm * _tensor_efficiency(cfg.consumers, cfg.tn))
-    memory = (cfg.tm + cfg.tn) * bk * itemsize / SM_BYTES_S
+    step_bytes = (cfg.tm + cfg.tn) * bk * itemsize
+    memory = step_bytes / min(SM_BYTES_S, cfg.stages * step_bytes / MEM_LATENCY_S)
     dp_units = -(-plan.dp_tiles // plan.grid)
     steps, pieces, fixup = dp_units * plan.ktiles, dp_units, 0.0
     if plan.workers:
         jobs = -(-plan.workers // plan.grid)                  # workers per CTA
         share = -(-plan.sk_iters // plan.workers)             # K steps per worker
         per_tile = min(-(-plan.ktiles // max(1, plan.sk_iters // plan.workers)) + 1, plan.workers)
+        cut = 1 if cfg.split_k > 1 else 2                     # a stream-K worker's first and last pieces
         steps += jobs * share
         pieces += jobs * (-(-share // plan.ktiles) + 1)
         tile_bytes = 4.0 * cfg.tm * cfg.tn
-        fixup = jobs * (tile_bytes + per_tile * tile_bytes) / SM_BYTES_S + jobs * FIXUP_S
+        fixup = jobs * cut * (FIXUP_S + tile_bytes / SM_BYTES_S) + per_tile * tile_bytes / SM_BYTES_S
     padding = ((num_m * cfg.tm - mk) * num_n + (num_n * cfg.tn - nk) * num_m) * K * itemsize
     hbm = (mk * K + nk * K) * itemsize + padding + mk * nk * 2
-    t = max(steps * max(compute, memory) + pieces * UNIT_OVERHEAD_S + fixup, hbm / HBM_BYTES_S)
+    t = max(steps * max(compute, memory) + pieces * UNIT_OVERHEAD_S + fixup, hbm / HBM_BYTES_S) + LAUNCH_S
     if cfg.direct:
         t += mk * nk / DIRECT_STORES_S
     return t
