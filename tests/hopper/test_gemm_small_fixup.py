@@ -78,7 +78,9 @@ def exact_product(a, b):
 CASES = {
     "split3-64x64-direct": (C(tn=64, consumers=1, stages=2, split_k=3, direct=True), 72, 64, 392, 4),
     "split2-64x64-tma": (C(tn=64, consumers=1, stages=2, split_k=2), 100, 136, 200, 4),
-    "split4-swap-n8": (C(tn=8, consumers=1, stages=2, swap_ab=True, split_k=4, direct=True), 1, 24, 264, 4),
+    # 6 and 5 pieces per tile: the reduction's groups of 4 (tn <= 32) and 2 (tn = 64) and their remainders
+    "split6-swap-n8": (C(tn=8, consumers=1, stages=2, swap_ab=True, split_k=6, direct=True), 1, 24, 392, 4),
+    "split5-64x64": (C(tn=64, consumers=1, stages=2, split_k=5), 64, 64, 328, 8),
     "split2-k1-mn-major": (C(tn=64, consumers=1, stages=2, split_k=2, direct=True), 40, 64, 1, 4),
     "streamk-m8-mn-major": (C(tn=64, consumers=1, stages=2, stream_k=True), 8, 200, 136, 3),
     "streamk-64x64-dp-and-cut": (C(tn=64, consumers=1, stages=2, stream_k=True), 130, 264, 256, 4),
