@@ -1,16 +1,17 @@
 """GEMM throughput of tylo's kernels next to torch.matmul (cuBLAS) and Triton, in the same run.
 
     python benchmarks/gemm.py [--kernel warp-mma|hopper] [--shapes 4096,8192,8192x8192x1024]
-                              [--suite issue|llm|llm-small|ragged] [--layouts rr,rc] [--plot gemm.png]
+                              [--suite issue|llm|llm-small|ragged|losers] [--layouts rr,rc] [--plot gemm.png]
                               [--baseline] [--sweep N]
 
 ``--suite``: a named shape list instead of ``--shapes``: ``issue`` (the table of issue 14), ``llm``
 (LLM projections: M in 1, 16, 64, 128, 256, 512, 2048, 8192 times N x K in 4096x4096, 14336x4096,
 4096x14336, 28672x8192, 8192x28672, 1024x8192; 48 shapes), ``llm-small`` (a representative subset of
-it), ``ragged``. ``--baseline`` (hopper) adds a column for the fixed 128 x 256 configuration (the
-GEMM before the small-shape configurations), ``--sweep N`` also times the N configurations the cost
-model ranks best for each shape (to check the heuristic). The geometric mean and minimum of the
-tylo / cuBLAS ratios end the table.
+it), ``ragged``, ``losers`` (the shapes below 0.9x cuBLAS in session 3, and the large squares).
+``--baseline`` (hopper) adds a column for the fixed 128 x 256 configuration (the GEMM before the small-
+shape configurations), ``--sweep N`` also times the N configurations the cost model ranks best for each
+shape (to check the heuristic). The geometric mean and minimum of the tylo / cuBLAS ratios end the
+table.
 
 A shape is ``n`` (n x n x n) or ``MxNxK``. A layout names A's and B's storage: ``r`` row-major,
 ``c`` column-major (a transposed view; no copy). Each result is first checked against a float64
@@ -93,6 +94,10 @@ SUITES = {
                   for n, k in ((4096, 4096), (14336, 4096), (4096, 14336), (1024, 8192))],
     "ragged": [(1, 8, 8), (7, 1000, 3000), (33, 4104, 520), (257, 776, 4104), (1000, 1000, 1000),
                (3001, 5000, 2008)],
+    # the shapes below 0.9x cuBLAS in session 3 (docs/validation.md), and the large squares
+    "losers": [(64, 1024, 8192), (128, 1024, 8192), (256, 1024, 8192), (512, 1024, 8192), (64, 4096, 4096),
+               (1, 4096, 4096), (16, 4096, 4096), (1, 1024, 8192), (16, 1024, 8192), (1, 4096, 14336),
+               (16, 4096, 14336), (3000, 5000, 2000), (1000, 1000, 1000), (4096, 4096, 4096), (8192, 8192, 8192)],
 }
 
 
@@ -175,13 +180,33 @@ def describe_config(cfg):
         text += " swapAB"
     if cfg.split_k > 1:
         text += f" splitK{cfg.split_k}"
+    if cfg.stream_k:
+        text += " streamK"
     if cfg.direct:
         text += " direct"
     return text
 
 
-def sweep(hg, launch, c, a, b, M, N, K, lay, fp8, count, torch):
-    """Time the ``count`` configurations the cost model ranks best (and the heuristic's pick) on this shape."""
+def extra_configs(hg, text):
+    """``--extra``: GemmConfig keyword sets separated by ';' (``stream_k=1;consumers=1,tn=128,split_k=4``);
+    stages default to the most that fit the tile."""
+    out = []
+    for item in filter(None, text.split(";")):
+        kw = {}
+        for pair in item.split(","):
+            k, v = pair.split("=")
+            kw[k.strip()] = v.strip() not in ("0", "False", "false") if k.strip() in ("stream_k", "swap_ab", "direct") \
+                else int(v)
+        if "stages" not in kw:
+            kw["stages"] = hg.max_stages(64 * kw.get("consumers", 2), kw.get("tn", 256), kw.get("direct", False),
+                                         kw.get("consumers", 2))
+        out.append(kw)
+    return out
+
+
+def sweep(hg, launch, c, a, b, M, N, K, lay, fp8, count, torch, extra=()):
+    """Time the ``count`` configurations the cost model ranks best, the heuristic's pick and the ``extra``
+    ones (GemmConfig keywords; direct added where the shape needs it) on this shape."""
     dtype = hg.INPUT_TYPES["f8e4m3" if fp8 else "bf16"]
     sms = driver.sm_count()
     ranked = sorted(hg.candidate_configs(M, N, K, dtype, lay[0] == "r", lay[1] == "c"),
@@ -189,7 +214,13 @@ def sweep(hg, launch, c, a, b, M, N, K, lay, fp8, count, torch):
     chosen = hg.choose_config(M, N, K, dtype, sms, lay[0] == "r", lay[1] == "c")
     flops = 2.0 * M * N * K
     results = []
-    for cfg in dict.fromkeys([chosen] + ranked[:count]):
+    more = []
+    for kw in extra:
+        try:
+            more.append(hg.GemmConfig(**{**kw, "direct": kw.get("direct", False) or N % 8 != 0}))
+        except ValueError as e:
+            print(f"    sweep extra {kw}: {e}")
+    for cfg in dict.fromkeys([chosen] + ranked[:count] + more):
         try:
             launch(c, a, b, M, N, K, config=cfg)
             torch.cuda.synchronize()
@@ -240,6 +271,9 @@ def main():
     ap.add_argument("--baseline", action="store_true", help="hopper: also time the fixed 128 x 256 configuration")
     ap.add_argument("--sweep", type=int, default=0, help="hopper: also time the N configurations ranked best "
                     "by the cost model")
+    ap.add_argument("--extra", default="", help="hopper with --sweep: also time these GemmConfig keyword sets, "
+                    "';'-separated (e.g. 'stream_k=1;consumers=1,tn=128,split_k=4')")
+    ap.add_argument("--no-triton", action="store_true", help="leave out the Triton column")
     ap.add_argument("--layouts", default="rr", help="comma-separated A/B storage pairs: rr, rc, cr, cc")
     ap.add_argument("--dtype", default="bf16", choices=["bf16", "fp8"],
                     help="fp8: e4m3 inputs (A row-major, B column-major), bf16 out, against torch._scaled_mm")
@@ -265,7 +299,7 @@ def main():
 
         def launch(c, a, b, M, N, K):
             warp_gemm.launch(c, a, b, M, N, K, 1.0)
-    triton_mm = make_triton()
+    triton_mm = None if args.no_triton else make_triton()
     if fp8:
         one = torch.ones((), device="cuda")
 
@@ -306,7 +340,8 @@ def main():
                     check(c, a, b, 1.0, torch)
                     fns["base"] = lambda: launch(c, a, b, M, N, K, config=base)
                 if args.sweep:
-                    sweep(hopper_gemm, launch, c, a, b, M, N, K, lay, fp8, args.sweep, torch)
+                    sweep(hopper_gemm, launch, c, a, b, M, N, K, lay, fp8, args.sweep, torch,
+                          extra_configs(hopper_gemm, args.extra))
             if triton_mm is not None:
                 ct = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
                 try:
@@ -325,7 +360,9 @@ def main():
             rows.append((f"{M}x{N}x{K} {lay}", flops / t_tylo / 1e9, flops / t_cublas / 1e9,
                          flops / t_triton / 1e9 if t_triton else None, rel,
                          flops / t["base"] / 1e9 if "base" in t else None, chosen))
-            print(f"  measured {rows[-1][0]}", file=sys.stderr, flush=True)
+            r = rows[-1]
+            print(f"  measured {r[0]}: tylo {r[1]:.1f} cuBLAS {r[2]:.1f} TFLOP/s, ratio {r[1] / r[2]:.3f}"
+                  + (f", 128x256 {r[5] / r[2]:.3f}" if r[5] else "") + f" ({chosen})", file=sys.stderr, flush=True)
     with_base = any(r[5] for r in rows)
     head = f"\n{'shape (M x N x K, A/B)':<24} {'tylo ' + args.kernel + ' TFLOP/s':>24} {'cuBLAS TFLOP/s':>15} {'ratio':>7}"
     if with_base:

@@ -150,7 +150,7 @@ def gemm_host_path(lib, batch, repeat):
                 ck._launcher = slow if path == "ctypes" or fast is None else fast
             return ck._launcher
         tylo.CompiledKernel.launcher = property(launcher)
-        for k in (hg.hopper_gemm, hg.splitk_reduce):
+        for k in (hg.hopper_gemm,):
             k._arch = "sm_90a"
             k._native_tried = path == "ctypes"
             k._dispatcher = None

@@ -22,9 +22,10 @@
   of 8 elements (16 for fp8; ``launch`` checks).
 * Loop trip counts are runtime (ptxas unrolls constant-trip loops around WGMMA bodies).
 * Small and ragged shapes (``GemmConfig``, ``choose_config``): 64-row tiles with one consumer, any
-  tn from 8 to 256, swap-AB (C^T = B^T A^T: a small M becomes the WGMMA's n), split-K into f32 planes
-  summed in order by ``splitk_reduce`` (deterministic), and an epilogue that stores from registers
-  (any output layout and N). ``launch`` picks a configuration with a cost model unless given one.
+  tn from 8 to 256, swap-AB (C^T = B^T A^T: a small M becomes the WGMMA's n), split-K and stream-K
+  (tiles' K ranges cut between CTAs; the CTA that finishes a cut tile last adds the f32 partials in a
+  fixed order, in the same kernel: deterministic, no second launch, no waiting), and an epilogue that
+  stores from registers (any output layout and N). ``launch`` picks a configuration with a cost model unless given one.
 """
 import functools
 from dataclasses import dataclass
@@ -35,7 +36,7 @@ import tylo
 import tylo.lang.mbarrier as mb
 import tylo.lang.tma as tma
 import tylo.lang.wgmma as wg
-from tylo import Layout
+from tylo import Layout, Ownership
 from tylo.codegen.targets import resource_limits
 from tylo.lang.mma import zero_accumulator
 from tylo.runtime import driver
@@ -140,19 +141,136 @@ def mma_stage(PLAN: tylo.constexpr, a_map, b_map, pa, pb, m0, acc, A_MN: tylo.co
     return acc
 
 
+@functools.lru_cache(maxsize=None)
+def fragment_order(tn):
+    """The (64, tn) layout of a consumer's f32 partial tile in the fixup workspace, in accumulator
+    register order: thread t's slots v (``Ownership.wgmma_accumulator(tn)``) lie at
+    ``4 t + v % 4 + 512 (v // 4)``, so each thread stores and loads its own 16-byte groups (coalesced
+    across the warpgroup) and a partial goes back into the same fragment with no exchange of values."""
+    return Layout(((8, 2, 4), (2, 4, tn // 8)), ((16, 2, 128), (1, 4, 512)))
+
+
+@functools.lru_cache(maxsize=None)
+def accumulator_ownership(tn):
+    return Ownership.wgmma_accumulator(tn)
+
+
+@tylo.func
+def job_range(job, dp_tiles, workers, ktiles, sk_iters):
+    """``[start, end)``: the K iterations of a job in the tile-major iteration space (tile t holds
+    ``[t ktiles, (t+1) ktiles)``). Jobs below ``dp_tiles`` are whole tiles (data-parallel); job
+    ``dp_tiles + w`` is stream-K worker w, which takes an even share of the ``sk_iters`` iterations of
+    the remaining tiles (split-K is the case where the shares end at tile boundaries)."""
+    start = job * ktiles
+    end = start + ktiles
+    if job >= dp_tiles:
+        w = job - dp_tiles
+        start = dp_tiles * ktiles + w * sk_iters // workers
+        end = dp_tiles * ktiles + (w + 1) * sk_iters // workers
+    return start, end
+
+
+@tylo.func
+def partial_slot(w, base, workers, sk_iters):
+    """Workspace slot of worker w's partial tile of the stream-K tile starting at (stream-K) iteration
+    ``base``: 2w when w's range starts inside that tile, 2w + 1 when it started in an earlier one (a
+    worker has at most two partial tiles: its first and its last)."""
+    return 2 * w + tylo.where(w * sk_iters // workers < base, 1, 0)
+
+
+@tylo.func
+def partial_tile(ws, slot, cons, TM: tylo.constexpr, TN: tylo.constexpr):
+    """Consumer ``cons``'s 64 x TN half of a workspace slot (register order, ``fragment_order``)."""
+    return tylo.GlobalTile(ws + (slot * TM + cons * 64) * TN, fragment_order(TN))
+
+
+@functools.lru_cache(maxsize=None)
+def reduction_unroll(tn, consumers):
+    """Partials the fixup loads before adding them: as many as fit beside the running sum (tn / 2 f32
+    registers each) without spilling: 4 for tn <= 32, 2 up to 64 (128 with one consumer, which has the
+    whole register file), else 1."""
+    if tn <= 32:
+        return 4
+    return 2 if tn <= 64 or (tn <= 128 and consumers == 1) else 1
+
+
+@tylo.func
+def load_partial(ws, w, base, workers, sk_iters, cons, TM: tylo.constexpr, TN: tylo.constexpr):
+    """Worker w's partial of the cut tile starting at stream-K step ``base`` (this consumer's half)."""
+    return tylo.load(partial_tile(ws, partial_slot(w, base, workers, sk_iters), cons, TM, TN),
+                     accumulator_ownership(TN))
+
+
+@tylo.func
+def fixup(res, ws, counters, flags, job, tile, dp_tiles, workers, ktiles, sk_iters, cons, lead,
+          TM: tylo.constexpr, TN: tylo.constexpr, CONSUMERS: tylo.constexpr):
+    """Deterministic in-kernel reduction of a tile whose K range is cut between jobs (split-K, stream-K).
+    Every contributor writes its f32 partial to its workspace slot, fences (release) and counts its
+    arrival on the tile's counter (one per consumer half); the one that arrives last fences (acquire),
+    sums all partials in worker order (a fixed order: bitwise the same whoever is last), resets the
+    counter for the next launch and returns ``(1, sum)``; the others return ``(0, res)``. Nobody waits."""
+    u = tile - dp_tiles
+    base = u * ktiles
+    w = job - dp_tiles
+    tylo.store(partial_tile(ws, partial_slot(w, base, workers, sk_iters), cons, TM, TN), res)
+    tylo.fence_acq_rel("gpu")
+    mb.named_barrier_sync(1 + cons, 128)          # the whole half's partial is written and fenced
+    first = ((base + 1) * workers - 1) // sk_iters              # the workers owning the tile's first
+    last = ((base + ktiles) * workers - 1) // sk_iters          # and last iterations
+    counter = counters + (u * CONSUMERS + cons)
+    if lead:
+        arrived = tylo.atomic_add(counter, 1)
+        flags[cons] = tylo.where(arrived == last - first, 1, 0)
+    mb.named_barrier_sync(1 + cons, 128)
+    done = flags[cons]
+    if done != 0:
+        tylo.fence_acq_rel("gpu")
+        res = load_partial(ws, first, base, workers, sk_iters, cons, TM, TN)
+        # the partials in worker order, loaded UNROLL at a time so their L2 latencies overlap (a loop of
+        # load-then-add pays one latency per partial); the additions stay in order
+        UNROLL = reduction_unroll(TN, CONSUMERS)
+        v = first + 1
+        if UNROLL == 4:
+            for _ in range((last - first) // 4):
+                p0 = load_partial(ws, v, base, workers, sk_iters, cons, TM, TN)
+                p1 = load_partial(ws, v + 1, base, workers, sk_iters, cons, TM, TN)
+                p2 = load_partial(ws, v + 2, base, workers, sk_iters, cons, TM, TN)
+                p3 = load_partial(ws, v + 3, base, workers, sk_iters, cons, TM, TN)
+                res = res + p0
+                res = res + p1
+                res = res + p2
+                res = res + p3
+                v += 4
+        if UNROLL == 2:
+            for _ in range((last - first) // 2):
+                p0 = load_partial(ws, v, base, workers, sk_iters, cons, TM, TN)
+                p1 = load_partial(ws, v + 1, base, workers, sk_iters, cons, TM, TN)
+                res = res + p0
+                res = res + p1
+                v += 2
+        for w2 in range(v, last + 1):
+            res = res + load_partial(ws, w2, base, workers, sk_iters, cons, TM, TN)
+        if lead:
+            tylo.atomic_exch(counter, 0)
+    return done, res
+
+
 @tylo.jit
-def hopper_gemm(c_map, a_map, b_map, out, M, N, K, ld_row, ld_col, splits, STAGES: tylo.constexpr = 4,
-                GROUP_M: tylo.constexpr = 8, C_BUFS: tylo.constexpr = 2, A_MN: tylo.constexpr = False,
-                B_MN: tylo.constexpr = False, DTYPE: tylo.constexpr = tylo.bf16, TN: tylo.constexpr = 256,
-                CONSUMERS: tylo.constexpr = 2, DIRECT: tylo.constexpr = False, PARTIAL: tylo.constexpr = False):
+def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col, dp_tiles, workers,
+                STAGES: tylo.constexpr = 4, GROUP_M: tylo.constexpr = 8, C_BUFS: tylo.constexpr = 2,
+                A_MN: tylo.constexpr = False, B_MN: tylo.constexpr = False, DTYPE: tylo.constexpr = tylo.bf16,
+                TN: tylo.constexpr = 256, CONSUMERS: tylo.constexpr = 2, DIRECT: tylo.constexpr = False,
+                FIXUP: tylo.constexpr = False):
     """C_BUFS: 64x64 bf16 staging tiles per consumer (4 covers a whole 64 x 256 row band).
     A_MN / B_MN: the operand is MN-major (A column-major, B row-major), else K-major.
     DTYPE: the input type, bf16 or fp8 (e4m3/e5m2: K-major only; C is bf16 either way).
-    TN x (64 * CONSUMERS): the CTA tile. ``splits``: K is cut into that many ranges (split-K), each a
-    separate work unit. DIRECT: the epilogue stores from registers through ``out`` (bounds-checked,
-    element (r, c) at ``out + r * ld_row + c * ld_col``) instead of TMA stores through ``c_map``;
-    PARTIAL: ``out`` is an f32 workspace of ``splits`` (M, N) planes, one per K range (split-K; a
-    second kernel, ``splitk_reduce``, sums them in order)."""
+    TN x (64 * CONSUMERS): the CTA tile. DIRECT: the epilogue stores from registers through ``out``
+    (bounds-checked, element (r, c) at ``out + r * ld_row + c * ld_col``) instead of TMA stores through
+    ``c_map``.
+    Work: ``dp_tiles`` whole tiles, then ``workers`` stream-K workers sharing the K iterations of the other
+    tiles evenly (``job_range``). FIXUP: compile the reduction of tiles cut between workers (``fixup``:
+    f32 partials in ``ws``, arrival counts in ``counters``, zero between launches); without it
+    ``workers`` must be 0."""
     PLAN = wgmma_plan(DTYPE, TN)
     BK = k_step(DTYPE)
     TM = 64 * CONSUMERS
@@ -161,6 +279,8 @@ def hopper_gemm(c_map, a_map, b_map, out, M, N, K, ld_row, ld_col, splits, STAGE
     sb = tylo.shared_array(DTYPE, (STAGES * TN * BK,), align=1024)
     sc = tylo.shared_array(tylo.bf16, (staging_elems(DIRECT, CONSUMERS, C_BUFS),), align=1024)
     bars = tylo.shared_array(tylo.u64, (2 * STAGES,), align=8)
+    if FIXUP:
+        flags = tylo.shared_array(tylo.i32, (2,), align=8)      # "this half arrived last", per consumer
     full = bars.ptr
     empty = bars.ptr + STAGES
     tid = tylo.thread_idx.x
@@ -178,107 +298,109 @@ def hopper_gemm(c_map, a_map, b_map, out, M, N, K, ld_row, ld_col, splits, STAGE
 
     num_m = (M + TM - 1) // TM
     num_n = (N + TN - 1) // TN
-    num_tiles = num_m * num_n
     ktiles = (K + BK - 1) // BK
-    kper = (ktiles + splits - 1) // splits       # launch() makes every range non-empty
-    units = num_tiles * splits                   # split-major: neighbouring CTAs share K ranges (L2)
+    sk_iters = (num_m * num_n - dp_tiles) * ktiles      # the stream-K tiles' iterations
+    jobs = dp_tiles + workers
     wgi = mb.warpgroup_idx()
     if wgi == 0:
         if CONSUMERS == 2:
             mb.setmaxnreg_dec(PRODUCER_REGS)
         if tid == 0:
-            it = 0
-            for unit in range(tylo.block_idx.x, units, tylo.grid_dim.x):
-                pm, pn = tile_coords(unit % num_tiles, num_m, num_n, GROUP_M)
-                k0 = (unit // num_tiles) * kper
-                for kt in range(k0, tylo.minimum(k0 + kper, ktiles)):
-                    s = it % STAGES
-                    mb.mbarrier_wait(empty + s, ((it // STAGES) & 1) ^ 1)   # a fresh ring is free
-                    mb.mbarrier_arrive_expect_tx(full + s, (TM + TN) * 128)
-                    load_stage(a_map, sa.ptr + s * (TM * BK), pm * TM, kt * BK, full + s, TM, A_MN)
-                    load_stage(b_map, sb.ptr + s * (TN * BK), pn * TN, kt * BK, full + s, TN, B_MN)
-                    it += 1
+            ring = 0
+            for job in range(tylo.block_idx.x, jobs, tylo.grid_dim.x):
+                it, end = job_range(job, dp_tiles, workers, ktiles, sk_iters)
+                while it < end:                   # one segment (a tile's K range) per trip
+                    tile = it // ktiles
+                    kb = it - tile * ktiles
+                    ke = tylo.minimum(ktiles, kb + (end - it))
+                    pm, pn = tile_coords(tile, num_m, num_n, GROUP_M)
+                    for kt in range(kb, ke):
+                        s = ring % STAGES
+                        mb.mbarrier_wait(empty + s, ((ring // STAGES) & 1) ^ 1)   # a fresh ring is free
+                        mb.mbarrier_arrive_expect_tx(full + s, (TM + TN) * 128)
+                        load_stage(a_map, sa.ptr + s * (TM * BK), pm * TM, kt * BK, full + s, TM, A_MN)
+                        load_stage(b_map, sb.ptr + s * (TN * BK), pn * TN, kt * BK, full + s, TN, B_MN)
+                        ring += 1
+                    it += ke - kb
     else:
         if CONSUMERS == 2:
             mb.setmaxnreg_inc(CONSUMER_REGS)
         cons = wgi - 1
         lead = tid % 128 == 0
-        it = 0
-        for unit in range(tylo.block_idx.x, units, tylo.grid_dim.x):
-            pm, pn = tile_coords(unit % num_tiles, num_m, num_n, GROUP_M)
-            split = unit // num_tiles
-            k0 = split * kper
-            steps = tylo.minimum(k0 + kper, ktiles) - k0
-            s = it % STAGES
-            mb.mbarrier_wait(full + s, (it // STAGES) & 1)
-            pending = mma_stage(PLAN, a_map, b_map, sa.ptr + s * (TM * BK), sb.ptr + s * (TN * BK), cons * 64,
-                                zero_accumulator(PLAN), A_MN, B_MN, TM, TN)
-            prev = s
-            it += 1
-            for _kt in range(1, steps):
-                s = it % STAGES
-                mb.mbarrier_wait(full + s, (it // STAGES) & 1)
-                pending = mma_stage(PLAN, a_map, b_map, sa.ptr + s * (TM * BK), sb.ptr + s * (TN * BK),
-                                    cons * 64, pending, A_MN, B_MN, TM, TN)
-                pending = wg.wait_mma(pending, GROUPS)   # step kt-1 is complete: release its stage
+        ring = 0
+        for job in range(tylo.block_idx.x, jobs, tylo.grid_dim.x):
+            it, end = job_range(job, dp_tiles, workers, ktiles, sk_iters)
+            while it < end:
+                tile = it // ktiles
+                kb = it - tile * ktiles
+                ke = tylo.minimum(ktiles, kb + (end - it))
+                it += ke - kb
+                pm, pn = tile_coords(tile, num_m, num_n, GROUP_M)
+                s = ring % STAGES
+                mb.mbarrier_wait(full + s, (ring // STAGES) & 1)
+                pending = mma_stage(PLAN, a_map, b_map, sa.ptr + s * (TM * BK), sb.ptr + s * (TN * BK), cons * 64,
+                                    zero_accumulator(PLAN), A_MN, B_MN, TM, TN)
+                prev = s
+                ring += 1
+                for _kt in range(kb + 1, ke):
+                    s = ring % STAGES
+                    mb.mbarrier_wait(full + s, (ring // STAGES) & 1)
+                    pending = mma_stage(PLAN, a_map, b_map, sa.ptr + s * (TM * BK), sb.ptr + s * (TN * BK),
+                                        cons * 64, pending, A_MN, B_MN, TM, TN)
+                    pending = wg.wait_mma(pending, GROUPS)   # step kt-1 is complete: release its stage
+                    if lead:
+                        mb.mbarrier_arrive(empty + prev)
+                    prev = s
+                    ring += 1
+                acc = wg.wait_mma(pending)
                 if lead:
                     mb.mbarrier_arrive(empty + prev)
-                prev = s
-                it += 1
-            acc = wg.wait_mma(pending)
-            if lead:
-                mb.mbarrier_arrive(empty + prev)
-
-            row = pm * TM + cons * 64
-            col = pn * TN
-            if DIRECT:
-                # from registers, each element bounds-checked: any output layout (the transpose for
-                # swap-AB), any N, and f32 partial sums for split-K
-                dst = tylo.GlobalTile(out + split * (M * N), Layout((M, N), (ld_row, ld_col)))
-                view = tylo.window(dst, (row, col), (64, TN), check=False)
-                if PARTIAL:
-                    tylo.store(view, wg.finish_mma(acc), bounds=(M - row, N - col))
-                else:
-                    tylo.store(view, wg.finish_mma(acc).astype(tylo.bf16), bounds=(M - row, N - col))
-            else:
-                # bf16 through swizzled staging tiles, TMA stores (clipped at M, N)
-                res = wg.finish_mma(acc).astype(tylo.bf16)
-                if lead:
-                    tma.wait_tma_reads(0)                 # the previous tile's stores have read the staging
-                mb.named_barrier_sync(1 + cons, 128)
-                for j in tylo.static_range(TN // 64):
-                    if j >= C_BUFS:
-                        if lead:
-                            tma.wait_tma_reads(C_BUFS - 1)
-                        mb.named_barrier_sync(1 + cons, 128)
-                    buf = tma.shared_tile(c_map, sc.ptr + (cons * C_BUFS + j % C_BUFS) * (64 * 64))
-                    tylo.store(buf, tylo.window(res, (0, 64 * j), (64, 64)))
-                    mb.fence_view_async_shared()
-                    mb.named_barrier_sync(1 + cons, 128)
-                    if lead:
-                        tma.tma_store(c_map, buf, (row, col + 64 * j))
-                        tma.commit_tma_stores()
+                res = wg.finish_mma(acc)
+                done = 1
+                if FIXUP:
+                    if (kb > 0) | (ke < ktiles):         # a tile cut between workers
+                        done, res = fixup(res, ws, counters, flags.ptr, job, tile, dp_tiles, workers, ktiles,
+                                          sk_iters, cons, lead, TM, TN, CONSUMERS)
+                if done != 0:
+                    epilogue(res, c_map, out, sc.ptr, pm * TM + cons * 64, pn * TN, M, N, ld_row, ld_col, cons,
+                             lead, TN, C_BUFS, DIRECT)
         if not DIRECT:
             if lead:
                 tma.wait_tma_stores(0)
 
 
-@tylo.jit
-def splitk_reduce(c, ws, M, N, ld_row, ld_col, splits, BLOCK: tylo.constexpr):
-    """C (M, N) = bf16 of the sum of ``splits`` f32 (M, N) planes of ``ws``, added in plane order (the
-    result does not depend on which CTA finished first: bitwise equal run to run)."""
-    i = tylo.block_idx.x * BLOCK + tylo.thread_idx.x
-    plane = M * N
-    if i < plane:
-        acc = ws[i]
-        for s in range(1, splits):
-            acc = acc + ws[s * plane + i]
-        r = i // N
-        c[r * ld_row + (i - r * N) * ld_col] = tylo.cast(acc, tylo.bf16)
+@tylo.func
+def epilogue(res, c_map, out, staging, row, col, M, N, ld_row, ld_col, cons, lead, TN: tylo.constexpr,
+             C_BUFS: tylo.constexpr, DIRECT: tylo.constexpr):
+    """bf16 C of a consumer's 64 x TN f32 result at (row, col)."""
+    if DIRECT:
+        # from registers, each element bounds-checked: any output layout (the transpose for swap-AB), any N
+        dst = tylo.GlobalTile(out, Layout((M, N), (ld_row, ld_col)))
+        view = tylo.window(dst, (row, col), (64, TN), check=False)
+        tylo.store(view, res.astype(tylo.bf16), bounds=(M - row, N - col))
+    else:
+        # bf16 through swizzled staging tiles, TMA stores (clipped at M, N)
+        out16 = res.astype(tylo.bf16)
+        if lead:
+            tma.wait_tma_reads(0)                 # the previous tile's stores have read the staging
+        mb.named_barrier_sync(1 + cons, 128)
+        for j in tylo.static_range(TN // 64):
+            if j >= C_BUFS:
+                if lead:
+                    tma.wait_tma_reads(C_BUFS - 1)
+                mb.named_barrier_sync(1 + cons, 128)
+            buf = tma.shared_tile(c_map, staging + (cons * C_BUFS + j % C_BUFS) * (64 * 64))
+            tylo.store(buf, tylo.window(out16, (0, 64 * j), (64, 64)))
+            mb.fence_view_async_shared()
+            mb.named_barrier_sync(1 + cons, 128)
+            if lead:
+                tma.tma_store(c_map, buf, (row, col + 64 * j))
+                tma.commit_tma_stores()
 
 
 # A TMATile in a signature list stands for a TMA binding of that plan (prepare_tma).
-_RUNTIME = ["*bf16", "i32", "i32", "i32", "i32", "i32", "i32"]     # out, M, N, K, ld_row, ld_col, splits
+# out, ws, counters, M, N, K, ld_row, ld_col, dp_tiles, workers
+_RUNTIME = ["*bf16", "*f32", "*i32", "i32", "i32", "i32", "i32", "i32", "i32", "i32"]
 AOT = [(hopper_gemm, [C_TILE, A_TILE, B_TILE, *_RUNTIME], {"STAGES": 4, "GROUP_M": 8, "C_BUFS": 2},
         THREADS),
        (hopper_gemm, [C_TILE, MN_TILE, MN_TILE, *_RUNTIME],
@@ -297,9 +419,11 @@ MAX_STAGES = 8
 class GemmConfig:
     """How ``launch`` runs one product. The CTA tile is (64 * consumers) x tn of the kernel's C, which is
     C itself, or C^T when ``swap_ab`` (C^T = B^T A^T: a small M becomes the WGMMA's N, which can be 8).
-    ``split_k`` > 1 cuts K into that many ranges whose f32 partial products a second kernel sums in a
-    fixed order. ``direct``: the epilogue stores from registers (needed for swap_ab, split_k > 1, tn not
-    a multiple of 64, or N not a multiple of 8) instead of through shared memory and TMA."""
+    ``split_k`` > 1 cuts each tile's K into that many ranges, ``stream_k`` gives the tiles past the last
+    full wave to a persistent grid in even shares of K iterations (``schedule``); either way the CTA
+    that finishes a cut tile last sums its f32 partials in a fixed order (``fixup``), in the same kernel.
+    ``direct``: the epilogue stores from registers (needed for swap_ab, tn not a multiple of 64, or N not
+    a multiple of 8) instead of through shared memory and TMA."""
     tn: int = BN
     consumers: int = 2
     stages: int = 4
@@ -308,6 +432,7 @@ class GemmConfig:
     split_k: int = 1
     swap_ab: bool = False
     direct: bool = False
+    stream_k: bool = False
 
     def __post_init__(self):
         if self.consumers not in (1, 2):
@@ -316,8 +441,10 @@ class GemmConfig:
             raise ValueError(f"GemmConfig: tn is a multiple of 8 from 8 to 256 (WGMMA's N), got {self.tn}")
         if self.stages < 2 or self.group_m < 1 or self.c_bufs < 1 or self.split_k < 1:
             raise ValueError(f"GemmConfig: stages >= 2, group_m, c_bufs and split_k >= 1; got {self}")
-        if not self.direct and (self.swap_ab or self.split_k > 1 or self.tn % 64):
-            raise ValueError(f"GemmConfig: swap_ab, split_k > 1 and tn % 64 != 0 need direct=True "
+        if self.stream_k and self.split_k > 1:
+            raise ValueError(f"GemmConfig: stream_k and split_k > 1 are two schedules; choose one: {self}")
+        if not self.direct and (self.swap_ab or self.tn % 64):
+            raise ValueError(f"GemmConfig: swap_ab and tn % 64 != 0 need direct=True "
                              f"(the TMA epilogue stores 64 x 64 bf16 tiles of C); got {self}")
         if self.shared_bytes > SHARED_LIMIT:
             raise ValueError(f"GemmConfig: {self.shared_bytes} bytes of shared memory, more than the "
@@ -334,30 +461,93 @@ class GemmConfig:
     @property
     def shared_bytes(self):
         staging = 2 * staging_elems(self.direct, self.consumers, self.c_bufs)
-        return self.stages * (self.tm + self.tn) * 128 + staging + 16 * self.stages + 1024
+        return self.stages * (self.tm + self.tn) * 128 + staging + 16 * self.stages + 8 * self.fixup + 1024
+
+    @property
+    def fixup(self):
+        """The kernel reduces tiles cut between workers (split-K or stream-K)."""
+        return self.split_k > 1 or self.stream_k
 
     def constexprs(self, dtype, a_mn, b_mn):
-        """The kernel's constexpr parameters in order (STAGES .. PARTIAL)."""
+        """The kernel's constexpr parameters in order (STAGES .. FIXUP)."""
         return (self.stages, self.group_m, self.c_bufs, a_mn, b_mn, dtype, self.tn, self.consumers,
-                self.direct, self.split_k > 1)
+                self.direct, self.fixup)
 
 
 def max_stages(tm, tn, direct, consumers, c_bufs=2):
-    fixed = 2 * staging_elems(direct, consumers, c_bufs) + 1024
+    fixed = 2 * staging_elems(direct, consumers, c_bufs) + 8 + 1024
     return min(MAX_STAGES, (SHARED_LIMIT - fixed) // ((tm + tn) * 128 + 16))
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """How the work of one launch is cut: ``grid`` persistent CTAs take jobs ``block, block + grid, ...``;
+    jobs below ``dp_tiles`` are whole tiles, the ``workers`` jobs after them share the other tiles' K
+    iterations evenly (``job_range`` in the kernel). ``cut_tiles``: tiles whose K range is split between
+    workers (they need workspace slots and counters)."""
+    grid: int
+    dp_tiles: int
+    workers: int
+    tiles: int
+    ktiles: int
+
+    @property
+    def sk_iters(self):
+        return (self.tiles - self.dp_tiles) * self.ktiles
+
+    def worker_range(self, w):
+        """Worker w's ``[start, end)`` stream-K iterations (the kernel's ``job_range``, host side)."""
+        return w * self.sk_iters // self.workers, (w + 1) * self.sk_iters // self.workers
+
+    @property
+    def cut_tiles(self):
+        return self.tiles - self.dp_tiles if self.workers else 0
+
+
+def schedule(config, mk, nk, K, itemsize, sms):
+    """The ``Schedule`` of ``config`` for a kernel-orientation (mk, nk, K) problem on ``sms`` SMs.
+
+    * plain: one job per tile, ``min(sms, tiles)`` CTAs.
+    * split-K S: every tile is cut into S even K ranges (S at most the K steps): ``tiles * S`` workers
+      whose shares end at tile boundaries (worker w takes tile w // S).
+    * stream-K (CUTLASS's data-parallel + stream-K hybrid): the tiles past the last full wave, plus one
+      full wave when there is one (so every worker gets at least a tile's worth of iterations and a tile
+      is cut into at most three pieces), are shared by ``sms`` workers; the others are whole-tile jobs.
+    """
+    ktiles = -(-K // (128 // itemsize))       # K steps of one 128-byte TMA row
+    tiles = -(-mk // config.tm) * -(-nk // config.tn)
+    if config.split_k > 1:
+        split = min(config.split_k, ktiles)
+        plan = Schedule(min(sms, tiles * split), 0, tiles * split, tiles, ktiles) if split > 1 else None
+    elif config.stream_k and tiles % sms:
+        cut = tiles % sms + (sms if tiles > sms else 0)
+        workers = min(sms, cut * ktiles)
+        plan = Schedule(sms if tiles > sms else workers, tiles - cut, workers, tiles, ktiles)
+    else:
+        plan = None
+    if plan is None:
+        return Schedule(min(sms, tiles), tiles, 0, tiles, ktiles)
+    if plan.workers * max(plan.sk_iters, 1) >= 2 ** 31:     # the kernel's worker ranges are 32-bit products
+        raise ValueError(f"hopper_gemm: {plan.workers} workers over {plan.sk_iters} K iterations overflow the "
+                         f"kernel's 32-bit share arithmetic; use fewer splits or no stream-K")
+    return plan
 
 
 DEFAULT = GemmConfig()
 
 # H200 (sm_90) figures for the heuristic's cost model, fitted to the sweeps in docs/validation.md:
-# dense bf16 tensor peak, reachable HBM bandwidth, L2 -> shared bandwidth of one SM, and the rate of
-# the register epilogue's bounds-checked scalar stores (whole GPU)
+# dense bf16 tensor peak, reachable HBM bandwidth, L2 -> shared bandwidth of one SM, the latency that
+# bounds one SM's streaming rate by the bytes its ring keeps in flight, and the rate of the register
+# epilogue's bounds-checked scalar stores (whole GPU)
 PEAK_BF16 = 989e12
 HBM_BYTES_S = 3.9e12
 SM_BYTES_S = 110e9
+MEM_LATENCY_S = 1.5e-6
 DIRECT_STORES_S = 2.5e11        # elements per second
-UNIT_OVERHEAD_S = 1.5e-6        # a work unit's prologue / epilogue latency not hidden by the pipeline
-REDUCE_LAUNCH_S = 3e-6          # the split-K reduction's launch and tail
+LAUNCH_S = 3e-6                 # a launch's start, first loads and tail, whatever the configuration
+UNIT_OVERHEAD_S = 1.5e-6        # a tile piece's prologue / epilogue latency not hidden by the pipeline
+FIXUP_S = 2.5e-6                # a cut piece's partial store, fences, arrival count and barriers (measured)
+L2_LATENCY_S = 0.3e-6           # one round of the fixup's partial loads (a load-then-add loop paid it per partial)
 
 
 def _tensor_efficiency(consumers, tn):
@@ -367,28 +557,42 @@ def _tensor_efficiency(consumers, tn):
 
 
 def estimate_seconds(cfg, M, N, K, itemsize, sms):
-    """The cost model behind ``choose_config``: waves of work units, each bound by its tensor work or
-    its operand traffic; the whole bound by HBM traffic, where the rows TMA zero-fills past M and N
-    count as traffic (measured: they cost like loads); plus the register epilogue's stores and the
-    split-K reduction."""
+    """The cost model behind ``choose_config``: the busiest CTA's K steps under the configuration's
+    ``schedule``, each bound by its tensor work or its operand traffic (at one SM's L2 rate, or less
+    when the ring's bytes in flight cannot cover the memory latency), plus a fixed cost per tile piece;
+    for tiles cut between workers, a fixed cost per cut piece (partial store, fences, arrival) and the
+    last arriver's reads of all of the tile's partials; the whole bound by HBM traffic, where the rows
+    TMA zero-fills past M and N count as traffic (measured: they cost like loads); plus the register
+    epilogue's stores and a launch's fixed cost."""
     mk, nk = (N, M) if cfg.swap_ab else (M, N)
     bk = 128 // itemsize
-    ktiles = -(-K // bk)
-    kper = -(-ktiles // cfg.split_k)
-    splits = -(-ktiles // kper)
+    try:
+        plan = schedule(cfg, mk, nk, K, itemsize, sms)
+    except ValueError:          # a schedule the kernel cannot index
+        return float("inf")
     num_m, num_n = -(-mk // cfg.tm), -(-nk // cfg.tn)
-    units = num_m * num_n * splits
-    waves = -(-units // sms)
     peak_sm = PEAK_BF16 * (2 if itemsize == 1 else 1) / sms
-    compute = 2.0 * cfg.tm * cfg.tn * kper * bk / (peak_sm * _tensor_efficiency(cfg.consumers, cfg.tn))
-    memory = (cfg.tm + cfg.tn) * kper * bk * itemsize / SM_BYTES_S
+    compute = 2.0 * cfg.tm * cfg.tn * bk / (peak_sm * _tensor_efficiency(cfg.consumers, cfg.tn))
+    step_bytes = (cfg.tm + cfg.tn) * bk * itemsize
+    memory = step_bytes / min(SM_BYTES_S, cfg.stages * step_bytes / MEM_LATENCY_S)
+    dp_units = -(-plan.dp_tiles // plan.grid)
+    steps, pieces, fixup = dp_units * plan.ktiles, dp_units, 0.0
+    if plan.workers:
+        jobs = -(-plan.workers // plan.grid)                  # workers per CTA
+        share = -(-plan.sk_iters // plan.workers)             # K steps per worker
+        per_tile = min(-(-plan.ktiles // max(1, plan.sk_iters // plan.workers)) + 1, plan.workers)
+        cut = 1 if cfg.split_k > 1 else 2                     # a stream-K worker's first and last pieces
+        steps += jobs * share
+        pieces += jobs * (-(-share // plan.ktiles) + 1)
+        tile_bytes = 4.0 * cfg.tm * cfg.tn
+        loads = -(-(per_tile - 1) // reduction_unroll(cfg.tn, cfg.consumers)) + 1      # rounds of L2 latency
+        fixup = (jobs * cut * (FIXUP_S + tile_bytes / SM_BYTES_S) + per_tile * tile_bytes / SM_BYTES_S
+                 + loads * L2_LATENCY_S)
     padding = ((num_m * cfg.tm - mk) * num_n + (num_n * cfg.tn - nk) * num_m) * K * itemsize
     hbm = (mk * K + nk * K) * itemsize + padding + mk * nk * 2
-    t = max(waves * (max(compute, memory) + UNIT_OVERHEAD_S), hbm / HBM_BYTES_S)
+    t = max(steps * max(compute, memory) + pieces * UNIT_OVERHEAD_S + fixup, hbm / HBM_BYTES_S) + LAUNCH_S
     if cfg.direct:
-        t += mk * nk * splits / DIRECT_STORES_S
-    if splits > 1:
-        t += (mk * nk * (4 * splits + 2)) / HBM_BYTES_S + REDUCE_LAUNCH_S
+        t += mk * nk / DIRECT_STORES_S
     return t
 
 
@@ -406,13 +610,15 @@ def candidate_configs(M, N, K, dtype=tylo.bf16, a_k_major=True, b_k_major=False)
             for tn in tns:
                 if kb_mn and tn % 64:
                     continue
+                direct = swap or tn % 64 != 0 or nk % 8 != 0
+                stages = max_stages(64 * consumers, tn, direct, consumers)
                 for split in (1, 2, 3, 4, 6, 8, 12, 16):
                     if split > 1 and -(-K // (128 // dtype.itemsize)) < 2 * split:
                         continue
-                    direct = swap or split > 1 or tn % 64 != 0 or nk % 8 != 0
-                    stages = max_stages(64 * consumers, tn, direct, consumers)
                     out.append(GemmConfig(tn=tn, consumers=consumers, stages=stages, split_k=split,
                                           swap_ab=swap, direct=direct))
+                out.append(GemmConfig(tn=tn, consumers=consumers, stages=stages, swap_ab=swap, direct=direct,
+                                      stream_k=True))
     return out
 
 
@@ -420,13 +626,14 @@ def candidate_configs(M, N, K, dtype=tylo.bf16, a_k_major=True, b_k_major=False)
 def choose_config(M, N, K, dtype=tylo.bf16, sms=132, a_k_major=True, b_k_major=False):
     """A good configuration without tuning: the default 128 x 256 tile when it fills the GPU, else the
     candidate the cost model (``estimate_seconds``) says is fastest, preferring the default, then fewer
-    splits, on near ties (within 3%)."""
+    splits, on near ties (within 3%; 6% for a split-K / stream-K candidate, whose fixup the model
+    knows less well: measured, it underestimates it for 128-row tiles)."""
     itemsize = dtype.itemsize
     default = GemmConfig(direct=N % 8 != 0)
     best, best_t = default, estimate_seconds(default, M, N, K, itemsize, sms)
     for cfg in candidate_configs(M, N, K, dtype, a_k_major, b_k_major):
         t = estimate_seconds(cfg, M, N, K, itemsize, sms)
-        if t < best_t * 0.97:
+        if t < best_t * (0.94 if cfg.fixup else 0.97):
             best, best_t = cfg, t
     return best
 
@@ -441,9 +648,8 @@ def spec(stages=4, group_m=8, c_bufs=2, a_mn=False, b_mn=False, dtype=tylo.bf16,
     i32 = IntSpec("i32")
     a_plan, b_plan = operand_plans(config, dtype, a_mn, b_mn)
     c_plan = a_plan if config.direct else C_TILE
-    out = PointerSpec("f32" if config.split_k > 1 else "bf16")
-    return [blob(c_plan), blob(a_plan), blob(b_plan), out, i32, i32, i32, i32, i32, i32,
-            *(ConstexprSpec(v) for v in config.constexprs(dtype, a_mn, b_mn))]
+    return [blob(c_plan), blob(a_plan), blob(b_plan), PointerSpec("bf16"), PointerSpec("f32"), PointerSpec("i32"),
+            *[i32] * 7, *(ConstexprSpec(v) for v in config.constexprs(dtype, a_mn, b_mn))]
 
 
 def operand_plans(config, dtype, a_mn, b_mn):
@@ -509,15 +715,23 @@ def operand_storage(x, name, shape, k_axis):
 INPUT_TYPES = {"bf16": tylo.bf16, "f8e4m3": tylo.f8e4m3, "f8e5m2": tylo.f8e5m2}
 
 
-_WORKSPACE = {}
+_FIXUP_BUFFERS = {}
+_RETIRED = []       # buffers replaced by larger ones: a launch still queued may use them, so they stay alive
 
 
-def _workspace(elems, stream):
-    """f32 split-K partials, one buffer per stream (launches on one stream are ordered), grown on demand."""
-    ws = _WORKSPACE.get(stream)
-    if ws is None or ws.shape[0] < elems:
-        ws = _WORKSPACE[stream] = tylo.empty((max(elems, 1 << 16),), np.float32)
-    return ws
+def _fixup_buffer(kind, elems, device, stream):
+    """The fixup's f32 partial-tile workspace (``kind`` "ws") or its i32 arrival counters ("counters"), one
+    per (device, stream): launches on one stream run in order, and each leaves every counter at 0
+    again, so the counters are zeroed once, when allocated (grown on demand, never cleared per launch)."""
+    key = (kind, device, stream)
+    buf = _FIXUP_BUFFERS.get(key)
+    if buf is None or buf.shape[0] < elems:
+        if buf is not None:
+            _RETIRED.append(buf)
+        size = max(elems, 1 << 12)
+        buf = _FIXUP_BUFFERS[key] = (tylo.empty((size,), np.float32) if kind == "ws"
+                                     else tylo.zeros((size,), np.int32))
+    return buf
 
 
 def _output_row_stride(c, M, N):
@@ -541,7 +755,7 @@ def autotuner(config):
     Keyed on the kernel's M, N, K and the arrays' dtypes; the winner is stored in the tylo cache
     (``tylo cache list``), so later processes do not tune again. ``launch(..., autotune=True)`` uses it
     with ``choose_config``'s family."""
-    family = (config.tn, config.consumers, config.c_bufs, config.split_k > 1, config.swap_ab, config.direct)
+    family = (config.tn, config.consumers, config.c_bufs, config.fixup, config.swap_ab, config.direct)
     tuner = _TUNERS.get(family)
     if tuner is None:
         top = max_stages(config.tm, config.tn, config.direct, config.consumers, config.c_bufs)
@@ -612,39 +826,37 @@ def prepare(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=Non
     a_plan, b_plan = operand_plans(config, dtype, ka_mn, kb_mn)
     a_map = _binding(a_plan, ka, ka_where)
     b_map = _binding(b_plan, kb, kb_where)
-    ktiles = -(-K // k_step(dtype))
-    kper = -(-ktiles // min(config.split_k, ktiles))
-    splits = -(-ktiles // kper)              # every K range non-empty
-    span = splits * mk * nk if config.split_k > 1 else M * max(ldc, N)
+    span = M * max(ldc, N)
     if config.direct and span >= 2 ** 31:     # the register epilogue's offsets are 32-bit
         raise ValueError(f"hopper_gemm: the output ({span} elements) exceeds 32-bit offsets for the register "
-                         f"epilogue (direct=True); use fewer splits or the TMA epilogue")
-    partial = config.split_k > 1
-    tiles = -(-mk // config.tm) * -(-nk // config.tn)
-    grid = max(1, min(sms, tiles * splits))
+                         f"epilogue (direct=True); use the TMA epilogue")
+    plan = schedule(config, mk, nk, K, dtype.itemsize, sms)
+    grid = max(1, plan.grid)
+    device = _device_of(c)
+    ws = _fixup_buffer("ws", 2 * plan.workers * config.tm * config.tn, device, stream)
+    counters = _fixup_buffer("counters", plan.cut_tiles * config.consumers, device, stream)
     c_map = a_map if config.direct else _binding(C_TILE, c)
     # constexprs positionally: the JIT's fast path
     constexprs = config.constexprs(dtype, ka_mn, kb_mn)
     gemm = hopper_gemm[grid, config.threads]
     if autotune:
         tuned = autotuner(config)[grid]
-        fixed = dict(zip(("C_BUFS", "A_MN", "B_MN", "DTYPE", "TN", "CONSUMERS", "DIRECT", "PARTIAL"), constexprs[2:]))
+        fixed = dict(zip(("C_BUFS", "A_MN", "B_MN", "DTYPE", "TN", "CONSUMERS", "DIRECT", "FIXUP"), constexprs[2:]))
 
         def gemm(*args, stream=None):       # noqa: F811 (the tuned launch takes the fixed constexprs by name)
-            tuned(*args[:10], stream=stream, **fixed)
-    if partial:
-        ws = _workspace(splits * mk * nk, stream)
-        reduce = splitk_reduce[-(-(mk * nk) // 256), 256]
+            tuned(*args[:13], stream=stream, **fixed)
+    dp_tiles, workers = plan.dp_tiles, plan.workers
 
-        def run():
-            gemm(c_map, a_map, b_map, ws, mk, nk, K, nk, 1, splits, *constexprs, stream=stream)
-            reduce(c, ws, mk, nk, ld_row, ld_col, splits, 256, stream=stream)
-            return config
-    else:
-        def run():
-            gemm(c_map, a_map, b_map, c, mk, nk, K, ld_row, ld_col, 1, *constexprs, stream=stream)
-            return config
+    def run():
+        gemm(c_map, a_map, b_map, c, ws, counters, mk, nk, K, ld_row, ld_col, dp_tiles, workers, *constexprs,
+             stream=stream)
+        return config
     return run
+
+
+def _device_of(array):
+    from tylo.runtime import describe_array
+    return describe_array(array).device_ordinal
 
 
 def run() -> None:

@@ -1,6 +1,7 @@
-"""The Hopper GEMM's small-shape mechanisms on an sm_90 GPU: every tile shape, swap-AB, split-K and the
-register (direct) epilogue against a float64 product on ragged and tiny shapes (M, N or K = 1), bf16
-and fp8; split-K results bitwise equal run to run; the heuristic's own choices."""
+"""The Hopper GEMM's small-shape mechanisms on an sm_90 GPU: every tile shape, swap-AB, split-K and
+stream-K (the in-kernel fixup) and the register (direct) epilogue against a float64 product on ragged
+and tiny shapes (M, N or K = 1), bf16 and fp8; split-K and stream-K results bitwise equal run to run,
+with the arrival counters back at zero after each launch; the heuristic's own choices."""
 import os
 import sys
 
@@ -25,10 +26,16 @@ CONFIGS = {
     "swap-n8": C(consumers=1, tn=8, stages=8, swap_ab=True, direct=True),
     "swap-n16-2c": C(consumers=2, tn=16, stages=8, swap_ab=True, direct=True),
     "swap-n64": C(consumers=1, tn=64, stages=8, swap_ab=True, direct=True),
-    "split2": C(split_k=2, direct=True),
-    "split3-64x128": C(consumers=1, tn=128, stages=8, split_k=3, direct=True),
+    "split2": C(split_k=2),
+    "split2-direct": C(split_k=2, direct=True),
+    "split3-64x128": C(consumers=1, tn=128, stages=8, split_k=3),
+    "split16-64x64": C(consumers=1, tn=64, stages=8, split_k=16),
     "swap-n16-split4": C(consumers=1, tn=16, stages=8, swap_ab=True, split_k=4, direct=True),
+    "streamk": C(stream_k=True),
+    "streamk-64x128": C(consumers=1, tn=128, stages=8, stream_k=True),
+    "swap-n16-streamk": C(consumers=1, tn=16, stages=8, swap_ab=True, stream_k=True, direct=True),
 }
+FIXUP = sorted(name for name, cfg in CONFIGS.items() if cfg.fixup)
 
 
 def _torch_sm90():
@@ -82,7 +89,8 @@ def test_every_config_matches_float64(name, M, N, K, layout):
     _check(torch, c, a, b)
 
 
-@pytest.mark.parametrize("name", ["default", "swap-n16-2c", "split3-64x128", "swap-n16-split4", "64x128"])
+@pytest.mark.parametrize("name", ["default", "swap-n16-2c", "split3-64x128", "swap-n16-split4", "64x128",
+                                  "streamk-64x128"])
 @pytest.mark.parametrize("M,N,K", [(16, 4096, 1024), (77, 520, 4112), (1, 1024, 2048)])
 def test_fp8_configs(name, M, N, K):
     torch = _torch_sm90()
@@ -95,22 +103,35 @@ def test_fp8_configs(name, M, N, K):
     _check(torch, c, a.to(torch.bfloat16), b.to(torch.bfloat16))
 
 
-@pytest.mark.parametrize("name", ["split2", "split3-64x128", "swap-n16-split4"])
-def test_split_k_is_bitwise_deterministic(name):
+def _counters_are_zero(torch):
+    for (kind, _, _), buf in hg._FIXUP_BUFFERS.items():
+        if kind == "counters":
+            assert not torch.as_tensor(buf.to_host()).any(), "a fixup counter was left non-zero"
+
+
+# every fixup configuration on a long-K shape; stream-K also where whole tiles and cut tiles mix
+_DETERMINISM = ([(name, 200, 1032, 8200) for name in FIXUP]
+                + [(name, 3000, 5000, 2000) for name in FIXUP if CONFIGS[name].stream_k])
+
+
+@pytest.mark.parametrize("name,M,N,K", _DETERMINISM)
+def test_fixup_is_bitwise_deterministic(name, M, N, K):
+    # whichever CTA of a cut tile arrives last, it adds the partials in worker order: 20 launches give
+    # the same bits (the arrival order varies from launch to launch; the sum's order does not)
     torch = _torch_sm90()
     gen = torch.Generator(device="cuda").manual_seed(11)
-    M, N, K = 200, 1032, 8200
     a = _operand(torch, gen, M, K, "r")
     b = _operand(torch, gen, K, N, "c")
     c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
     hg.launch(c, a, b, M, N, K, config=CONFIGS[name])
     first = c.clone()
     _check(torch, first, a, b)
-    for _ in range(10):
+    for _ in range(20):
         c.fill_(float("nan"))
         hg.launch(c, a, b, M, N, K, config=CONFIGS[name])
         torch.cuda.synchronize()
         assert torch.equal(c, first)
+    _counters_are_zero(torch)
 
 
 @pytest.mark.parametrize("M,N,K", [(1, 4096, 4096), (16, 8192, 8192), (64, 1024, 8192), (128, 14336, 4096),

@@ -5,6 +5,7 @@ import re
 import sys
 import time
 
+import numpy as np
 import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -81,8 +82,10 @@ def test_grouped_rasterisation_covers_every_tile_once():
 SMALL_CONFIGS = [hg.GemmConfig(consumers=1, stages=5), hg.GemmConfig(consumers=1, tn=128, stages=8),
                  hg.GemmConfig(consumers=1, tn=8, stages=8, swap_ab=True, direct=True),
                  hg.GemmConfig(consumers=2, tn=16, stages=8, swap_ab=True, direct=True),
-                 hg.GemmConfig(split_k=2, direct=True),
-                 hg.GemmConfig(consumers=1, tn=128, stages=8, split_k=3, direct=True)]
+                 hg.GemmConfig(split_k=2), hg.GemmConfig(split_k=2, direct=True),
+                 hg.GemmConfig(consumers=1, tn=128, stages=8, split_k=3),
+                 hg.GemmConfig(consumers=1, tn=16, stages=8, swap_ab=True, split_k=4, direct=True),
+                 hg.GemmConfig(stream_k=True), hg.GemmConfig(consumers=1, tn=64, stages=8, stream_k=True)]
 
 
 @pytest.mark.parametrize("cfg", SMALL_CONFIGS, ids=repr)
@@ -98,15 +101,66 @@ def test_small_configs_assemble_without_spills(cfg, dtype):
     assert re.search(rf"\.maxntid {cfg.threads}, 1, 1", ptx)
     assert ck.shared_bytes <= cfg.shared_bytes <= hg.SHARED_LIMIT
     assert ("setmaxnreg" in ptx) == (cfg.consumers == 2)
-    # the register epilogue writes global memory directly, the TMA one never does
+    # the register epilogue writes C directly, the TMA one never does
     assert ("cp.async.bulk.tensor.2d.global.shared::cta" in ptx) == (not cfg.direct)
-    assert ("st.global" in ptx) == cfg.direct
+    assert bool(re.search(r"st\.global(\.v\d)?\.b16", ptx)) == cfg.direct
+    # the fixup: 16-byte f32 partial stores and loads in register order, a release fence before the
+    # arrival count and an acquire fence after it; nothing of it without split-K / stream-K
+    fixup = ["fence.acq_rel.gpu;", "atom.global.add.u32", "atom.global.exch.b32", "st.global.v4.b32",
+             "ld.global.v4.b32"]
+    assert [f in ptx for f in fixup] == [cfg.fixup] * len(fixup)
+    if cfg.fixup:
+        assert ptx.count("fence.acq_rel.gpu;") == 2
+        assert ptx.count("st.global.v4.b32") == cfg.tn // 8      # tn / 2 f32 per thread, 4 per store
 
 
-def test_splitk_reduce_assembles():
-    ck = hg.splitk_reduce.compile(signature="*bf16:16, *f32:16, i32, i32, i32, i32, i32", arch="sm_90a",
-                                  constexprs={"BLOCK": 256}, block=256)
-    assert ".local" not in ck.ptx and "ld.global" in ck.ptx and "st.global" in ck.ptx
+@pytest.mark.parametrize("cfg", [hg.GemmConfig(split_k=3), hg.GemmConfig(consumers=1, tn=64, split_k=16),
+                                 hg.GemmConfig(stream_k=True), hg.GemmConfig(consumers=1, tn=128, stream_k=True)],
+                         ids=repr)
+@pytest.mark.parametrize("shape", [(1, 8, 8), (64, 1024, 8192), (257, 776, 4104), (1000, 1000, 1000),
+                                   (3000, 5000, 2000), (8192, 8192, 8192), (128, 256, 64 * 7)])
+@pytest.mark.parametrize("sms", [4, 132])
+def test_schedules_cover_every_k_step_once(cfg, shape, sms):
+    # host replica of the kernel's job_range / segment walk and of the fixup's bookkeeping
+    M, N, K = shape
+    tiles, ktiles = -(-M // cfg.tm) * -(-N // cfg.tn), -(-K // 64)
+    if cfg.split_k > 1 and tiles * cfg.split_k * tiles * ktiles >= 2 ** 31:
+        with pytest.raises(ValueError, match="overflow the kernel's 32-bit share arithmetic"):
+            hg.schedule(cfg, M, N, K, 2, sms)
+        assert hg.estimate_seconds(cfg, M, N, K, 2, sms) == float("inf")        # never chosen
+        return
+    plan = hg.schedule(cfg, M, N, K, 2, sms)
+    assert plan.grid <= sms and plan.dp_tiles % plan.grid == 0 if plan.workers else plan.dp_tiles == plan.tiles
+    covered = np.zeros(plan.tiles * plan.ktiles, np.int32)
+    pieces = {}
+    slots = set()
+    for t in range(plan.dp_tiles):
+        covered[t * plan.ktiles:(t + 1) * plan.ktiles] += 1
+    for w in range(plan.workers):
+        start, end = plan.worker_range(w)
+        assert end > start                      # no empty worker
+        covered[plan.dp_tiles * plan.ktiles + start:plan.dp_tiles * plan.ktiles + end] += 1
+        it = start
+        while it < end:
+            u, kb = divmod(it, plan.ktiles)
+            ke = min(plan.ktiles, kb + end - it)
+            if (kb, ke) != (0, plan.ktiles):
+                slot = 2 * w + (start < u * plan.ktiles)
+                assert slot not in slots
+                slots.add(slot)
+                pieces.setdefault(u, []).append(w)
+            it += ke - kb
+    assert (covered == 1).all()
+    for u, ws in pieces.items():
+        base = u * plan.ktiles
+        first = ((base + 1) * plan.workers - 1) // plan.sk_iters
+        last = ((base + plan.ktiles) * plan.workers - 1) // plan.sk_iters
+        assert ws == list(range(first, last + 1))         # the fixup's worker order is the K order
+    if cfg.split_k > 1:
+        assert all(len(ws) == min(cfg.split_k, plan.ktiles) for ws in pieces.values())
+    elif plan.tiles > sms:
+        assert all(len(ws) <= 3 for ws in pieces.values())
+    assert plan.cut_tiles >= len(pieces)
 
 
 @pytest.mark.parametrize("M,N,K", [(1, 4096, 4096), (16, 8192, 8192), (64, 8192, 8192), (128, 8192, 8192),
@@ -119,13 +173,14 @@ def test_heuristic_choices(M, N, K):
     assert cfg.shared_bytes <= hg.SHARED_LIMIT
     if N % 8:
         assert cfg.direct
-    if M <= 16:           # decode: the small M becomes the WGMMA's N
+    if M <= 16 and N >= 64:       # decode: the small M becomes the WGMMA's N (5 x 7: either way one tile)
         assert cfg.swap_ab and cfg.tn == max(8, -(-M // 8) * 8)
     if M >= 2048 and N >= 2048:
-        assert cfg == hg.GemmConfig()        # large shapes keep the 128 x 256 tile
-    units = -(-(N if cfg.swap_ab else M) // cfg.tm) * -(-(M if cfg.swap_ab else N) // cfg.tn) * cfg.split_k
+        assert (cfg.tm, cfg.tn, cfg.split_k) == (128, 256, 1)     # large shapes keep the 128 x 256 tile
+    mk, nk = (N, M) if cfg.swap_ab else (M, N)
+    plan = hg.schedule(cfg, mk, nk, K, 2, 132)
     if M <= 256 and N >= 4096:
-        assert units >= 64, cfg          # small problems are spread over at least half the GPU
+        assert plan.dp_tiles + plan.workers >= 64, cfg          # small problems are spread over at least half the GPU
 
 
 def test_heuristic_respects_operand_majors():
@@ -138,8 +193,8 @@ def test_heuristic_respects_operand_majors():
 
 
 def test_config_validation():
-    with pytest.raises(ValueError, match="direct=True"):
-        hg.GemmConfig(split_k=2)
+    with pytest.raises(ValueError, match="two schedules"):
+        hg.GemmConfig(split_k=2, stream_k=True)
     with pytest.raises(ValueError, match="direct=True"):
         hg.GemmConfig(tn=16, consumers=1, stages=4)
     with pytest.raises(ValueError, match="tn is a multiple of 8"):

@@ -42,11 +42,12 @@ def gemm_operands(M, N, K, seed=0):
 
 
 def gemm_args(a, b, c, config=None):
-    """Runtime arguments of a non-split launch with K-major operands (A row-major, B^T row-major):
-    C = A @ B, or with ``config.swap_ab`` C^T = B^T A^T stored through the register epilogue."""
+    """Runtime arguments of a launch without split-K / stream-K (one job per tile) with K-major operands
+    (A row-major, B^T row-major): C = A @ B, or with ``config.swap_ab`` C^T = B^T A^T stored through the
+    register epilogue."""
     h = hopper_gemm
     config = config or h.GemmConfig()
-    assert config.split_k == 1, "split-K: gemm_partial_args"
+    assert not config.fixup, "split-K / stream-K: gemm_fixup_args"
     M, K = a.shape
     N = b.shape[1]
     bt = np.ascontiguousarray(b.T)
@@ -57,24 +58,31 @@ def gemm_args(a, b, c, config=None):
         ka, kb, mk, nk, ld_row, ld_col = a, bt, M, N, N, 1
     a_map, b_map = tylo.prepare_tma(a_plan, ka), tylo.prepare_tma(b_plan, kb)
     c_map = a_map if config.direct else tylo.prepare_tma(h.C_TILE, c)
-    return [c_map, a_map, b_map, c, mk, nk, K, ld_row, ld_col, 1]
+    tiles = -(-mk // config.tm) * -(-nk // config.tn)
+    return [c_map, a_map, b_map, c, *unused_fixup_arrays(), mk, nk, K, ld_row, ld_col, tiles, 0]
 
 
-def gemm_partial_args(a, b, config):
-    """Runtime arguments of the split-K kernel alone (``PARTIAL``): it writes ``splits`` f32 (M, N) planes
-    of a workspace (NaN-filled, so a plane left unwritten shows), one per K range, which
-    ``splitk_reduce`` would sum. Returns (arguments, workspace planes)."""
+def unused_fixup_arrays():
+    """The kernel's fixup workspace and counters where it has no fixup (never read or written)."""
+    return np.zeros(4, np.float32), np.zeros(4, np.int32)
+
+
+def gemm_fixup_args(a, b, c, config, sms):
+    """Runtime arguments of a split-K / stream-K launch (K-major operands, the TMA epilogue unless
+    ``config.direct``) under ``hopper_gemm.schedule`` for ``sms`` SMs: a NaN-filled workspace (a partial
+    read before it is written shows) and zeroed counters. Returns (arguments, grid, workspace, counters)."""
     h = hopper_gemm
     M, K = a.shape
     N = b.shape[1]
-    ktiles = -(-K // h.k_step(tylo.bf16))
-    kper = -(-ktiles // min(config.split_k, ktiles))
-    splits = -(-ktiles // kper)
+    plan = h.schedule(config, M, N, K, 2, sms)
     a_plan, b_plan = h.operand_plans(config, tylo.bf16, False, False)
     a_map = tylo.prepare_tma(a_plan, a)
-    ws = np.full((splits, M, N), np.nan, np.float32)
-    return [a_map, a_map, tylo.prepare_tma(b_plan, np.ascontiguousarray(b.T)), ws.reshape(-1), M, N, K, N, 1,
-            splits], ws
+    c_map = a_map if config.direct else tylo.prepare_tma(h.C_TILE, c)
+    ws = np.full((max(1, 2 * plan.workers * config.tm * config.tn),), np.nan, np.float32)
+    counters = np.zeros((max(1, plan.cut_tiles * config.consumers),), np.int32)
+    args = [c_map, a_map, tylo.prepare_tma(b_plan, np.ascontiguousarray(b.T)), c, ws, counters, M, N, K, N, 1,
+            plan.dp_tiles, plan.workers]
+    return args, plan.grid, ws, counters
 
 
 def relative_error(a, b, c):

@@ -162,8 +162,8 @@ def exact_values(rng, shape, bound):
     return x
 
 
-def gemm_case(M, N, K, config, dtype=tylo.bf16, a_mn=False, b_mn=False, exact=True, seed=0, ctas=None):
-    """C (M, N) = A (M, K) @ B (K, N) through ``hopper_gemm`` (and ``splitk_reduce`` for split-K), with the
+def gemm_case(M, N, K, config, dtype=tylo.bf16, a_mn=False, b_mn=False, exact=True, seed=0, ctas=None, sms=1 << 20):
+    """C (M, N) = A (M, K) @ B (K, N) through ``hopper_gemm`` (split-K reduced in the kernel), with the
     arguments ``hopper_gemm.prepare`` builds: K-major A is A row-major, MN-major A is A^T row-major (A
     column-major); K-major B is B^T row-major, MN-major B is B row-major; swap-AB computes C^T = B^T A^T.
     One work unit per CTA (the grid ``prepare`` picks on a GPU of at least that many SMs), or ``ctas``
@@ -187,23 +187,15 @@ def gemm_case(M, N, K, config, dtype=tylo.bf16, a_mn=False, b_mn=False, exact=Tr
     a_plan, b_plan = hg.operand_plans(config, dtype, ka_mn, kb_mn)
     a_map, b_map = Tma(a_plan, ka), Tma(b_plan, kb)
     c_map = a_map if config.direct else Tma(hg.C_TILE, "c")
-    ktiles = -(-K // hg.k_step(dtype))
-    kper = -(-ktiles // min(config.split_k, ktiles))
-    splits = -(-ktiles // kper)
-    units = -(-mk // config.tm) * -(-nk // config.tn) * splits
-    grid = (ctas or units,)
+    plan = hg.schedule(config, mk, nk, K, dtype.itemsize, sms)   # by default one job per CTA
+    grid = (ctas or plan.dp_tiles + plan.workers,)
     constexprs = config.constexprs(dtype, ka_mn, kb_mn)
-    if config.split_k > 1:
-        arrays["ws"] = np.full((splits * mk * nk,), np.nan, np.float32)
-        launches = [Launch(hg.hopper_gemm, grid, config.threads,
-                           (c_map, a_map, b_map, Arr("ws"), mk, nk, K, nk, 1, splits, *constexprs)),
-                    Launch(hg.splitk_reduce, (-(-(mk * nk) // 256),), 256,
-                           (Arr("c"), Arr("ws"), mk, nk, ld_row, ld_col, splits, 256))]
-        outputs = ("c", "ws")
-    else:
-        launches = [Launch(hg.hopper_gemm, grid, config.threads,
-                           (c_map, a_map, b_map, Arr("c"), mk, nk, K, ld_row, ld_col, 1, *constexprs))]
-        outputs = ("c",)
+    arrays["ws"] = np.full((max(4, 2 * plan.workers * config.tm * config.tn),), np.nan, np.float32)
+    arrays["counters"] = np.zeros((max(4, plan.cut_tiles * config.consumers),), np.int32)
+    launches = [Launch(hg.hopper_gemm, grid, config.threads,
+                       (c_map, a_map, b_map, Arr("c"), Arr("ws"), Arr("counters"), mk, nk, K, ld_row, ld_col,
+                        plan.dp_tiles, plan.workers, *constexprs))]
+    outputs = ("c", "counters") if config.fixup else ("c",)
     ref = A.astype(np.float64) @ B.astype(np.float64)
 
     def check(out):
@@ -212,10 +204,8 @@ def gemm_case(M, N, K, config, dtype=tylo.bf16, a_mn=False, b_mn=False, exact=Tr
         if exact:
             # the exact product, rounded once to bf16 (RNE)
             np.testing.assert_array_equal(bits(out["c"]), bits(ref.astype(BF16)))
-            if "ws" in out:     # every plane is the exact partial product of its K range (f32, exact)
-                planes = out["ws"].reshape(splits, mk, nk).astype(np.float64)
-                want = ref.T if config.swap_ab else ref
-                assert np.array_equal(planes.sum(axis=0), want)
+            if "counters" in out:     # the last arrival of each cut tile reset its counter
+                assert not out["counters"].any()
         else:
             assert np.linalg.norm(c - ref) / np.linalg.norm(ref) < 4e-3
 
@@ -247,10 +237,14 @@ GEMM_CASES = {
     # swap-AB: C^T = B^T A^T stored from registers (a small M becomes the WGMMA's n)
     "gemm-swap-ab": partial(gemm_case, 40, 136, 136, hg.GemmConfig(tn=64, consumers=1, stages=2, swap_ab=True,
                                                                      direct=True), seed=3),
-    # split-K: 7 K steps (the last partial) cut into 3 ranges (3, 3, 1) of f32 planes, summed in order by
-    # splitk_reduce
+    # split-K: 7 K steps (the last partial) cut into 3 ranges (2, 2, 3) per tile, the f32 partials summed in
+    # worker order by the last to arrive
     "gemm-split-k": partial(gemm_case, 72, 64, 392, hg.GemmConfig(tn=64, consumers=1, stages=2, split_k=3,
                                                                     direct=True), seed=4),
+    # stream-K on 4 SMs: 3 x 5 tiles of 64 x 64, 8 whole tiles, the other 7 tiles' 28 K steps shared by 4
+    # workers (7 each), the cut tiles summed by the last to arrive
+    "gemm-stream-k": partial(gemm_case, 130, 264, 256, hg.GemmConfig(tn=64, consumers=1, stages=2, stream_k=True),
+                             seed=8, ctas=4, sms=4),
     # MN-major A and B (A column-major, B row-major): 64-wide boxes read with the transpose bits
     "gemm-mn-major": partial(gemm_case, 72, 200, 136, hg.GemmConfig(tn=128, consumers=1, stages=2),
                              a_mn=True, b_mn=True, seed=5),
@@ -530,7 +524,7 @@ TMA_DEFAULT = {(1, 32, 0), (2, 64, 1), (4, 128, 0)}
 
 #: cases kept out of the default CPU run: those that interpret for more than ~3 s on the 2-core CPU machine
 #: (docs/interpreter.md) and the TMA combinations beyond TMA_DEFAULT; all of them run on the GPU
-SLOW = {"gemm-default-persistent",
+SLOW = {"gemm-default-persistent", "gemm-stream-k",
         *(f"tma-{op}-{w}B-sw{s}-axis{a}" for op in ("load", "store") for w, s, a in tg.COMBOS
           if (w, s, a) not in TMA_DEFAULT)}
 

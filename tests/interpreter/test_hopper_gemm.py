@@ -1,7 +1,7 @@
 """The example Hopper GEMM (TMA ring, mbarriers, WGMMA, named barriers, TMA stores) in the interpreter."""
 import numpy as np
 import pytest
-from hopper_support import gemm_args, gemm_ir, gemm_operands, relative_error
+from hopper_support import gemm_args, gemm_ir, gemm_operands, relative_error, unused_fixup_arrays
 
 from tylo.interpreter import run
 
@@ -49,7 +49,8 @@ def test_fp8_gemm_two_wgmma_groups_per_k_step(dtype):
     b = rng.standard_normal((K, N)).astype(dt)
     c = np.full((M, N), np.nan, ml_dtypes.bfloat16)
     run(ir, [tylo.prepare_tma(h.C_TILE, c), tylo.prepare_tma(h.a_tile(tdt), a),
-             tylo.prepare_tma(h.b_tile(tdt), np.ascontiguousarray(b.T)), c, M, N, K, N, 1, 1],
+             tylo.prepare_tma(h.b_tile(tdt), np.ascontiguousarray(b.T)), c, *unused_fixup_arrays(), M, N, K, N, 1,
+             1, 0],
         grid=(1,), block=(384,))
     assert relative_error(a, b, c) < 4e-3
 

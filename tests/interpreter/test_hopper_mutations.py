@@ -7,11 +7,11 @@ synchronisation point of its source:
   shared staging tiles) runs two tiles with K = 192 (3 K steps each) through a 2-stage ring with 2
   staging buffers per consumer in one persistent CTA, so every stage and staging buffer is reused,
   also across tiles.
-* ``splitk``: the split-K configuration (64 x 64 tile, one consumer, ``PARTIAL``: the register
-  epilogue writes f32 planes) runs 2 tiles x 3 K ranges = 6 work units of 2 K steps each through a
-  2-stage ring, so the ring's phases run on across work units of different K ranges. Its register
-  epilogue has no synchronisation of its own (each thread stores its own accumulator fragment);
-  ``splitk_reduce`` is a separate kernel (ordered after it by the stream) with none either.
+* ``splitk``: the split-K configuration (64 x 64 tile, one consumer, the register epilogue) runs 2 tiles
+  x 3 K ranges = 6 workers of 2 K steps each through a 2-stage ring, so the ring's phases run on across
+  workers of different K ranges, and each tile's third worker sums the partials in the kernel (the
+  fixup: a named barrier before and after the arrival count, whose result the lead thread passes
+  through shared memory).
 A mutant counts as caught when one of three scheduler seeds reports it; the originals must pass on
 every seed.
 
@@ -25,15 +25,20 @@ Mutants judged safe (and therefore not required to be reported), in both special
   the case PTX ISA 9.7.15.6.1 exempts from the fence. The first chain's fence (after the zero
   accumulator is written) is required, and its removal is reported.
 
+Not modelled, so not required to be reported (``splitk`` only): removing the fixup's ``fence.acq_rel.gpu``
+before the arrival count (release) or after it (acquire). They order global memory between CTAs; the
+interpreter runs a grid's CTAs one after another over one copy of memory, where every earlier write
+is visible (docs of ``tylo/interpreter/fence.py``). Their PTX is asserted in
+tests/hopper/test_hopper_gemm_example.py.
+
 Every other mutant (all waits, arrivals, commits, named barriers, the CTA barrier, the proxy
 fences of the epilogue, wrong parities) is reported. One representative per kind runs by default;
 the whole set is marked ``slow`` (``.ci/run`` runs it). Too few stages (one) is a reported deadlock.
 """
 import copy
 
-import numpy as np
 import pytest
-from hopper_support import gemm_args, gemm_ir, gemm_operands, gemm_partial_args, hopper_gemm, relative_error
+from hopper_support import gemm_args, gemm_fixup_args, gemm_ir, gemm_operands, hopper_gemm, relative_error
 
 from tylo.interpreter import HazardError, run
 from tylo.ir import types as T
@@ -44,6 +49,8 @@ SYNC_OPS = ("nv.mbarrier.wait", "nv.mbarrier.arrive", "nv.mbarrier.arrive_expect
             "nv.tma.commit", "nv.tma.wait")
 SAFE = {("remove", "nv.fence", 0), ("remove", "nv.fence", 1),    # module doc: the init fences, one at a time
         ("remove", "nv.wgmma.fence", 1)}                            # the K loop's fence (chained accumulators)
+# per specialisation: the fixup's ordering fences (occurrences 2 and 3 after the two init fences)
+NOT_MODELLED = {"splitk": {("remove", "nv.fence", 2), ("remove", "nv.fence", 3)}}
 SEEDS = (0, 1, 2)
 SHAPE = (256, 256, 192)
 SPLIT_CONFIG = hopper_gemm.GemmConfig(tn=64, consumers=1, stages=2, split_k=3, direct=True)
@@ -108,20 +115,18 @@ def _run_tma(kernel, seed):
 
 
 def _run_splitk(kernel, seed):
-    a, b, _ = gemm_operands(*SPLIT_SHAPE, seed=seed)
-    args, planes = gemm_partial_args(a, b, SPLIT_CONFIG)
+    a, b, c = gemm_operands(*SPLIT_SHAPE, seed=seed)
+    args, _, _, counters = gemm_fixup_args(a, b, c, SPLIT_CONFIG, 4)
     run(kernel, args, grid=(1,), block=(SPLIT_CONFIG.threads,), seed=seed)
-    assert np.isfinite(planes).all(), "unwritten partial sums"
-    ref = a.astype(np.float64) @ b.astype(np.float64)
-    # f32 partial sums of bf16 products: far tighter than the bf16 output's rounding
-    return np.linalg.norm(planes.astype(np.float64).sum(0) - ref) / np.linalg.norm(ref)
+    assert not counters.any(), "an arrival counter was left non-zero"
+    return relative_error(a, b, c)
 
 
 # each specialisation: its IR (``stages``: the ring depth) and a run returning its relative error
 BASES = {"tma": (lambda stages=2: gemm_ir(stages=stages), _run_tma),
          "splitk": (lambda stages=2: gemm_ir(stages=stages, config=SPLIT_CONFIG), _run_splitk)}
-# bf16 C rounds to 2^-9; the split-K planes are f32 sums of exact bf16 products
-TOLERANCE = {"tma": 4e-3, "splitk": 1e-5}
+# bf16 C rounds to 2^-9
+TOLERANCE = {"tma": 4e-3, "splitk": 4e-3}
 
 
 def _run(kernel, seed, base="tma"):
@@ -143,16 +148,16 @@ REPRESENTATIVE = [("tma", "remove", "nv.mbarrier.wait", 1), ("tma", "remove", "n
                   ("tma", "remove", "nv.fence", 2), ("tma", "remove", "nv.named_barrier", 1),
                   ("tma", "remove", "nv.tma.wait", 1), ("tma", "flip_parity", "nv.mbarrier.wait", 1),
                   ("tma", "remove", "nv.wgmma.fence", 0), ("splitk", "remove", "nv.mbarrier.arrive", 1),
-                  ("splitk", "flip_parity", "nv.mbarrier.wait", 0)]
+                  ("splitk", "flip_parity", "nv.mbarrier.wait", 0), ("splitk", "remove", "nv.named_barrier", 1)]
 
 
 def test_the_mutation_set_covers_every_kind_of_synchronisation():
     names = {n for b, _, n, _ in MUTANTS if b == "tma"}
     assert names == set(SYNC_OPS)
-    # the split-K specialisation has every synchronisation of the ring and the WGMMA chain (its
-    # register epilogue has none): all but the TMA epilogue's named barriers and bulk-group ops
+    # the split-K specialisation has every synchronisation of the ring, the WGMMA chain and the fixup
+    # (its register epilogue has none): all but the TMA epilogue's bulk-group ops
     split = {n for b, _, n, _ in MUTANTS if b == "splitk"}
-    assert split == set(SYNC_OPS) - {"nv.named_barrier", "nv.tma.commit", "nv.tma.wait"}
+    assert split == set(SYNC_OPS) - {"nv.tma.commit", "nv.tma.wait"}
     assert len(MUTANTS) >= 50
 
 
@@ -178,7 +183,7 @@ def test_each_unsafe_mutant_is_reported(mutant):
         except HazardError as e:
             reports.append(e)
             break
-    if mutant[1:] in SAFE:
+    if mutant[1:] in SAFE or mutant[1:] in NOT_MODELLED.get(base, ()):
         return
     assert reports, f"mutant {mutant} ran without a hazard report on seeds {SEEDS}"
     # the report names the kernel's source: every side has a file:line of examples/hopper_gemm.py

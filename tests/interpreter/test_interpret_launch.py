@@ -82,10 +82,10 @@ def test_hopper_gemm_launch_runs_unchanged_under_tylo_interpret():
     assert len(errors) == 2 and all(e < 4e-3 for e in errors), errors
 
 
-def test_hopper_gemm_split_k_launch_sums_the_partials_with_splitk_reduce():
-    # K = 392 is 7 K steps cut into 3 ranges (3, 3, 1): three work units write f32 planes of the
-    # workspace, splitk_reduce sums them in order into bf16 C (ragged M and N: the register epilogue
-    # and the reduction bound-check them)
+def test_hopper_gemm_split_k_launch_sums_the_partials_in_kernel():
+    # K = 392 is 7 K steps cut into 3 ranges (2, 2, 3) per tile: each worker writes its f32 partial
+    # tile, the last to arrive adds them in order into bf16 C (ragged M and N: the register epilogue
+    # bound-checks them)
     config = "hopper_gemm.GemmConfig(tn=64, consumers=1, stages=2, split_k=3, direct=True)"
     errors = _launch_in_subprocess((72, 136, 392), config, "(np.asfortranarray(b),)")
     assert len(errors) == 1 and errors[0] < 4e-3, errors

@@ -25,7 +25,7 @@ from ..ir import types as T
 from ..ir.core import Value
 from ..ir.types import PointerType
 from .base import LangError, builtin
-from .fence import fence_mbarrier_init, fence_proxy_async, fence_view_async_shared  # noqa: F401 - re-exported
+from .fence import fence_acq_rel, fence_mbarrier_init, fence_proxy_async, fence_sc, fence_view_async_shared  # noqa: F401 - re-exported
 from .hw_args import i32_operand, require_sm
 from .sync import (  # noqa: F401
     cluster_arrive,
@@ -44,7 +44,7 @@ from .sync import (  # noqa: F401
 __all__ = [
     "cluster_ctarank", "cluster_size", "cluster_arrive", "cluster_wait", "cluster_sync",
     "mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_expect_tx",
-    "mbarrier_try_wait", "mbarrier_wait", "fence_proxy_async", "fence_view_async_shared",
+    "mbarrier_try_wait", "mbarrier_wait", "fence_acq_rel", "fence_sc", "fence_proxy_async", "fence_view_async_shared",
     "fence_mbarrier_init", "named_barrier_sync", "named_barrier_arrive", "elect_one",
     "warpgroup_idx", "setmaxnreg_inc", "setmaxnreg_dec",
 ]

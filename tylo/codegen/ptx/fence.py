@@ -1,4 +1,4 @@
-"""Inline PTX for the proxy fences (``nv.fence``): one instruction per kind, a memory clobber."""
+"""Inline PTX for the fences (``nv.fence``): one instruction per kind, a memory clobber."""
 from __future__ import annotations
 
 from ..asm import MEMORY_CLOBBER
@@ -15,6 +15,12 @@ _FENCE = {
 }
 
 
+def _instruction(kind: str) -> str:
+    """The PTX of a fence kind: a proxy fence from the table, an ordering fence ``sem.scope`` spelled
+    ``fence.sem.scope`` (fence.acq_rel.gpu)."""
+    return _FENCE.get(kind) or f"fence.{kind};"
+
+
 @lowering("nv.fence")
 def _fence(lw, op):
-    lw.asm(_FENCE[op.attrs["kind"]], _MEM, (), (), side_effects=True)
+    lw.asm(_instruction(op.attrs["kind"]), _MEM, (), (), side_effects=True)
