@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # One GPU validation run (the H200 device machine): each named step writes $OUT/<step>.log and
-# prints its tail. Steps: info tests examples bench tune memcheck racecheck synccheck.
+# prints its tail. Steps: info native tests examples bench attention overhead gemm-issue gemm-llm
+# gemm-ragged gemm-losers gemm-fp8 tune memcheck racecheck synccheck pack (tar $OUT into one file).
 #   bash scripts/gpu_validate.sh info tests examples bench
 set -o pipefail
 OUT=${OUT:-gpu-out}
@@ -39,6 +40,13 @@ for step in "$@"; do
     bench-layouts) run_step bench-layouts python benchmarks/gemm.py --kernel hopper --layouts rr,rc,cr,cc --shapes 4096 \
              --plot "$OUT/gemm_layouts.png" ;;
     bench-warp) run_step bench-warp python benchmarks/gemm.py --kernel warp-mma --shapes 4096,8192 --plot "$OUT/gemm_warp.png" ;;
+    gemm-issue|gemm-llm|gemm-losers) run_step "$step" python benchmarks/gemm.py --kernel hopper --suite "${step#gemm-}" \
+             --layouts rc --plot "$OUT/$step.png" ;;
+    gemm-ragged) run_step gemm-ragged python benchmarks/gemm.py --kernel hopper --suite ragged --layouts rr,rc \
+             --plot "$OUT/gemm-ragged.png" ;;
+    gemm-fp8) run_step gemm-fp8 python benchmarks/gemm.py --kernel hopper --dtype fp8 --layouts rc \
+             --shapes 16x8192x8192,256x4096x8192,4096 --plot "$OUT/gemm-fp8.png" ;;
+    pack) tar czf /tmp/results.tgz -C "$OUT" . && rm -rf "${OUT:?}"/* && mv /tmp/results.tgz "$OUT/" ;;   # one file back
     tune) run_step tune python benchmarks/tune_hopper_gemm.py --shapes ${TUNE_SHAPES:-4096} ;;
     probe-negative) run_step probe-negative python scripts/probe_tma_negative.py ;;
     memcheck|racecheck|synccheck) run_step "$step" sanitize "$step" ;;
