@@ -184,6 +184,8 @@ def describe_config(cfg):
         text += " streamK"
     if cfg.direct:
         text += " direct"
+    if cfg.cluster_m > 1:
+        text += f" cluster{cfg.cluster_m}x1"
     return text
 
 
