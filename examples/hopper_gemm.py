@@ -26,6 +26,9 @@
   (tiles' K ranges cut between CTAs; the CTA that finishes a cut tile last adds the f32 partials in a
   fixed order, in the same kernel: deterministic, no second launch, no waiting), and an epilogue that
   stores from registers (any output layout and N). ``launch`` picks a configuration with a cost model unless given one.
+* ``GemmConfig(cluster_m=2)``: 2 x 1 thread-block clusters on vertically adjacent tiles that share their B
+  tile through TMA multicast (each CTA loads it on alternate ring steps into both); a stage is free when the
+  consumers of both CTAs released it (``mbarrier_arrive_cluster``). Not chosen by the heuristic yet.
 """
 import functools
 from dataclasses import dataclass
