@@ -98,6 +98,18 @@ def test_cluster_configs_match_float64(name):
     assert relative_error(a, b, c) < 4e-3
 
 
+def test_cluster_with_mn_major_b_multicasts_every_box():
+    # B row-major (MN-major for WGMMA): a stage's B is a row of 64 x 64 boxes, each multicast
+    from hopper_support import gemm_cluster_args
+    from hopper_support import hopper_gemm as h
+
+    cfg = h.GemmConfig(tn=128, consumers=1, stages=2, cluster_m=2)
+    a, b, c = gemm_operands(136, 128, 136, seed=9)
+    args, grid = gemm_cluster_args(a, b, c, cfg, 2, b_mn=True)
+    run(gemm_ir(config=cfg, b_mn=True), args, grid=(grid,), block=(cfg.threads,), cluster=(2, 1, 1), seed=5)
+    assert relative_error(a, b, c) < 4e-3
+
+
 @pytest.mark.slow
 def test_cluster_default_tile_with_the_peer_past_m():
     # the 128 x 256 tile, one M tile: CTA 1 of the cluster computes a tile wholly past M (zero-filled A),
