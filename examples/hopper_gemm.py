@@ -26,6 +26,9 @@
   (tiles' K ranges cut between CTAs; the CTA that finishes a cut tile last adds the f32 partials in a
   fixed order, in the same kernel: deterministic, no second launch, no waiting), and an epilogue that
   stores from registers (any output layout and N). ``launch`` picks a configuration with a cost model unless given one.
+* ``GemmConfig(cluster_m=2)``: 2 x 1 thread-block clusters on vertically adjacent tiles that share their B
+  tile through TMA multicast (each CTA loads it on alternate ring steps into both); a stage is free when the
+  consumers of both CTAs released it (``mbarrier_arrive_cluster``). Not chosen by the heuristic yet.
 """
 import functools
 from dataclasses import dataclass
@@ -118,6 +121,28 @@ def load_stage(tmap, ptr, mn0, k0, bar, EXTENT: tylo.constexpr, MN: tylo.constex
         tma.tma_load(stage_tile(tmap, ptr, EXTENT, MN), tmap, (k0, mn0), bar)
     else:
         tma.tma_load(stage_tile(tmap, ptr, EXTENT, MN), tmap, (mn0, k0), bar)
+
+
+@tylo.func
+def load_stage_multicast(tmap, ptr, mn0, k0, bar, MASK: tylo.constexpr, EXTENT: tylo.constexpr, MN: tylo.constexpr):
+    """``load_stage`` into the same ring stage of every CTA of the cluster in ``MASK`` (TMA multicast:
+    each one's ``bar`` at the same offset counts the bytes)."""
+    if MN:
+        tma.tma_load_tile(tmap.plan, tmap, stage_tile(tmap, ptr, EXTENT, MN), (k0, mn0), bar, multicast=MASK)
+    else:
+        tma.tma_load_tile(tmap.plan, tmap, stage_tile(tmap, ptr, EXTENT, MN), (mn0, k0), bar, multicast=MASK)
+
+
+@tylo.func
+def release_stage(bar, CLUSTER_M: tylo.constexpr):
+    """A consumer warpgroup frees a ring stage: one arrival on ``empty`` of its own CTA, or, in a cluster
+    whose CTAs multicast into each other's stages, on that stage's ``empty`` of every CTA of the cluster
+    (each producer may refill the stage only when every CTA it writes into has released it)."""
+    if CLUSTER_M == 1:
+        mb.mbarrier_arrive(bar)
+    else:
+        for r in tylo.static_range(CLUSTER_M):
+            mb.mbarrier_arrive_cluster(bar, r)
 
 
 @tylo.func
@@ -260,7 +285,7 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
                 STAGES: tylo.constexpr = 4, GROUP_M: tylo.constexpr = 8, C_BUFS: tylo.constexpr = 2,
                 A_MN: tylo.constexpr = False, B_MN: tylo.constexpr = False, DTYPE: tylo.constexpr = tylo.bf16,
                 TN: tylo.constexpr = 256, CONSUMERS: tylo.constexpr = 2, DIRECT: tylo.constexpr = False,
-                FIXUP: tylo.constexpr = False):
+                FIXUP: tylo.constexpr = False, CLUSTER_M: tylo.constexpr = 1):
     """C_BUFS: 64x64 bf16 staging tiles per consumer (4 covers a whole 64 x 256 row band).
     A_MN / B_MN: the operand is MN-major (A column-major, B row-major), else K-major.
     DTYPE: the input type, bf16 or fp8 (e4m3/e5m2: K-major only; C is bf16 either way).
@@ -270,7 +295,14 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
     Work: ``dp_tiles`` whole tiles, then ``workers`` stream-K workers sharing the K iterations of the other
     tiles evenly (``job_range``). FIXUP: compile the reduction of tiles cut between workers (``fixup``:
     f32 partials in ``ws``, arrival counts in ``counters``, zero between launches); without it
-    ``workers`` must be 0."""
+    ``workers`` must be 0.
+    CLUSTER_M: launched in clusters of CLUSTER_M x 1 CTAs (``cluster=(CLUSTER_M, 1, 1)``, no fixup) that take
+    vertically adjacent tiles (M tiles CLUSTER_M i + rank, one N tile): a job is such a group of tiles,
+    ``dp_tiles`` counts groups. They share the B tile: at ring step r, CTA r % CLUSTER_M loads it into every
+    CTA of the cluster (TMA multicast); each CTA loads its own A. A stage's ``empty`` barrier counts the
+    releases of the consumers of every CTA (remote arrivals), so no producer overwrites a stage a peer still
+    reads. A CTA whose tile lies past M still loads (zero-filled A), computes and releases, but stores
+    nothing."""
     PLAN = wgmma_plan(DTYPE, TN)
     BK = k_step(DTYPE)
     TM = 64 * CONSUMERS
@@ -291,15 +323,22 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
             tma.prefetch_tma_descriptor(c_map)
         for s in tylo.static_range(STAGES):
             mb.mbarrier_init(full + s, 1)         # the producer's arrive.expect_tx (+ TMA bytes)
-            mb.mbarrier_init(empty + s, CONSUMERS)    # one release per consumer warpgroup
+            mb.mbarrier_init(empty + s, CONSUMERS * CLUSTER_M)    # one release per consumer warpgroup (of each CTA)
         mb.fence_mbarrier_init()
         mb.fence_view_async_shared()
-    tylo.sync_threads()
+    if CLUSTER_M == 1:
+        tylo.sync_threads()
+    else:
+        mb.cluster_sync()       # every CTA's barriers are initialised before a peer multicasts or arrives on them
 
     num_m = (M + TM - 1) // TM
     num_n = (N + TN - 1) // TN
+    num_g = (num_m + CLUSTER_M - 1) // CLUSTER_M     # tile rows of the cluster groups
     ktiles = (K + BK - 1) // BK
-    sk_iters = (num_m * num_n - dp_tiles) * ktiles      # the stream-K tiles' iterations
+    sk_iters = (num_g * num_n - dp_tiles) * ktiles      # the stream-K tiles' iterations
+    rank = tylo.block_idx.x % CLUSTER_M                 # the cluster rank: clusters are CLUSTER_M x 1 x 1
+    first_job = tylo.block_idx.x // CLUSTER_M
+    job_step = tylo.grid_dim.x // CLUSTER_M
     jobs = dp_tiles + workers
     wgi = mb.warpgroup_idx()
     if wgi == 0:
@@ -307,19 +346,25 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
             mb.setmaxnreg_dec(PRODUCER_REGS)
         if tid == 0:
             ring = 0
-            for job in range(tylo.block_idx.x, jobs, tylo.grid_dim.x):
+            for job in range(first_job, jobs, job_step):
                 it, end = job_range(job, dp_tiles, workers, ktiles, sk_iters)
                 while it < end:                   # one segment (a tile's K range) per trip
                     tile = it // ktiles
                     kb = it - tile * ktiles
                     ke = tylo.minimum(ktiles, kb + (end - it))
-                    pm, pn = tile_coords(tile, num_m, num_n, GROUP_M)
+                    pg, pn = tile_coords(tile, num_g, num_n, GROUP_M)
+                    pm = pg * CLUSTER_M + rank
                     for kt in range(kb, ke):
                         s = ring % STAGES
                         mb.mbarrier_wait(empty + s, ((ring // STAGES) & 1) ^ 1)   # a fresh ring is free
                         mb.mbarrier_arrive_expect_tx(full + s, (TM + TN) * 128)
                         load_stage(a_map, sa.ptr + s * (TM * BK), pm * TM, kt * BK, full + s, TM, A_MN)
-                        load_stage(b_map, sb.ptr + s * (TN * BK), pn * TN, kt * BK, full + s, TN, B_MN)
+                        if CLUSTER_M == 1:
+                            load_stage(b_map, sb.ptr + s * (TN * BK), pn * TN, kt * BK, full + s, TN, B_MN)
+                        else:
+                            if ring % CLUSTER_M == rank:     # this CTA's turn to load B for the cluster
+                                load_stage_multicast(b_map, sb.ptr + s * (TN * BK), pn * TN, kt * BK, full + s,
+                                                     (1 << CLUSTER_M) - 1, TN, B_MN)
                         ring += 1
                     it += ke - kb
     else:
@@ -328,14 +373,15 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
         cons = wgi - 1
         lead = tid % 128 == 0
         ring = 0
-        for job in range(tylo.block_idx.x, jobs, tylo.grid_dim.x):
+        for job in range(first_job, jobs, job_step):
             it, end = job_range(job, dp_tiles, workers, ktiles, sk_iters)
             while it < end:
                 tile = it // ktiles
                 kb = it - tile * ktiles
                 ke = tylo.minimum(ktiles, kb + (end - it))
                 it += ke - kb
-                pm, pn = tile_coords(tile, num_m, num_n, GROUP_M)
+                pg, pn = tile_coords(tile, num_g, num_n, GROUP_M)
+                pm = pg * CLUSTER_M + rank
                 s = ring % STAGES
                 mb.mbarrier_wait(full + s, (ring // STAGES) & 1)
                 pending = mma_stage(PLAN, a_map, b_map, sa.ptr + s * (TM * BK), sb.ptr + s * (TN * BK), cons * 64,
@@ -349,24 +395,30 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
                                         cons * 64, pending, A_MN, B_MN, TM, TN)
                     pending = wg.wait_mma(pending, GROUPS)   # step kt-1 is complete: release its stage
                     if lead:
-                        mb.mbarrier_arrive(empty + prev)
+                        release_stage(empty + prev, CLUSTER_M)
                     prev = s
                     ring += 1
                 acc = wg.wait_mma(pending)
                 if lead:
-                    mb.mbarrier_arrive(empty + prev)
+                    release_stage(empty + prev, CLUSTER_M)
                 res = wg.finish_mma(acc)
                 done = 1
                 if FIXUP:
                     if (kb > 0) | (ke < ktiles):         # a tile cut between workers
                         done, res = fixup(res, ws, counters, flags.ptr, job, tile, dp_tiles, workers, ktiles,
                                           sk_iters, cons, lead, TM, TN, CONSUMERS)
+                if CLUSTER_M > 1:
+                    done = tylo.where(pm < num_m, 1, 0)      # a cluster's tile past M (odd M tiles) stores nothing
                 if done != 0:
                     epilogue(res, c_map, out, sc.ptr, pm * TM + cons * 64, pn * TN, M, N, ld_row, ld_col, cons,
                              lead, TN, C_BUFS, DIRECT)
         if not DIRECT:
             if lead:
                 tma.wait_tma_stores(0)
+    if CLUSTER_M > 1:
+        # no CTA exits while a peer may still arrive on its barriers (its multicast loads into this CTA
+        # completed: this CTA's consumers waited for every stage they read)
+        mb.cluster_sync()
 
 
 @tylo.func
@@ -423,7 +475,9 @@ class GemmConfig:
     full wave to a persistent grid in even shares of K iterations (``schedule``); either way the CTA
     that finishes a cut tile last sums its f32 partials in a fixed order (``fixup``), in the same kernel.
     ``direct``: the epilogue stores from registers (needed for swap_ab, tn not a multiple of 64, or N not
-    a multiple of 8) instead of through shared memory and TMA."""
+    a multiple of 8) instead of through shared memory and TMA. ``cluster_m`` = 2: 2 x 1 thread-block
+    clusters whose two CTAs take vertically adjacent tiles and share their B tile through TMA multicast
+    (half the B traffic from L2; no split-K / stream-K)."""
     tn: int = BN
     consumers: int = 2
     stages: int = 4
@@ -433,6 +487,7 @@ class GemmConfig:
     swap_ab: bool = False
     direct: bool = False
     stream_k: bool = False
+    cluster_m: int = 1
 
     def __post_init__(self):
         if self.consumers not in (1, 2):
@@ -443,6 +498,11 @@ class GemmConfig:
             raise ValueError(f"GemmConfig: stages >= 2, group_m, c_bufs and split_k >= 1; got {self}")
         if self.stream_k and self.split_k > 1:
             raise ValueError(f"GemmConfig: stream_k and split_k > 1 are two schedules; choose one: {self}")
+        if self.cluster_m not in (1, 2):
+            raise ValueError(f"GemmConfig: cluster_m is 1 or 2 (2 x 1 clusters sharing B), got {self.cluster_m}")
+        if self.cluster_m > 1 and self.fixup:
+            raise ValueError(f"GemmConfig: cluster_m = 2 runs whole tiles; it does not combine with split_k or "
+                             f"stream_k: {self}")
         if not self.direct and (self.swap_ab or self.tn % 64):
             raise ValueError(f"GemmConfig: swap_ab and tn % 64 != 0 need direct=True "
                              f"(the TMA epilogue stores 64 x 64 bf16 tiles of C); got {self}")
@@ -469,9 +529,14 @@ class GemmConfig:
         return self.split_k > 1 or self.stream_k
 
     def constexprs(self, dtype, a_mn, b_mn):
-        """The kernel's constexpr parameters in order (STAGES .. FIXUP)."""
+        """The kernel's constexpr parameters in order (STAGES .. CLUSTER_M)."""
         return (self.stages, self.group_m, self.c_bufs, a_mn, b_mn, dtype, self.tn, self.consumers,
-                self.direct, self.fixup)
+                self.direct, self.fixup, self.cluster_m)
+
+    @property
+    def cluster(self):
+        """The launch's cluster shape, or None without clusters."""
+        return (self.cluster_m, 1, 1) if self.cluster_m > 1 else None
 
 
 def max_stages(tm, tn, direct, consumers, c_bufs=2):
@@ -490,6 +555,12 @@ class Schedule:
     workers: int
     tiles: int
     ktiles: int
+    cluster: int = 1        # CTAs per cluster: a job is a column of that many vertically adjacent tiles
+
+    @property
+    def job_slots(self):
+        """Jobs that run at once: one per cluster."""
+        return self.grid // self.cluster
 
     @property
     def sk_iters(self):
@@ -508,6 +579,8 @@ def schedule(config, mk, nk, K, itemsize, sms):
     """The ``Schedule`` of ``config`` for a kernel-orientation (mk, nk, K) problem on ``sms`` SMs.
 
     * plain: one job per tile, ``min(sms, tiles)`` CTAs.
+    * 2 x 1 clusters (``cluster_m`` = 2): one job per pair of vertically adjacent tiles (M tiles 2i, 2i + 1;
+      the second past M when the M tiles are odd), two CTAs per job, ``2 min(sms // 2, pairs)`` CTAs.
     * split-K S: every tile is cut into S even K ranges (S at most the K steps): ``tiles * S`` workers
       whose shares end at tile boundaries (worker w takes tile w // S).
     * stream-K (CUTLASS's data-parallel + stream-K hybrid): the tiles past the last full wave, plus one
@@ -516,6 +589,10 @@ def schedule(config, mk, nk, K, itemsize, sms):
     """
     ktiles = -(-K // (128 // itemsize))       # K steps of one 128-byte TMA row
     tiles = -(-mk // config.tm) * -(-nk // config.tn)
+    if config.cluster_m > 1:
+        cm = config.cluster_m
+        groups = -(-mk // (config.tm * cm)) * -(-nk // config.tn)
+        return Schedule(cm * max(1, min(sms // cm, groups)), groups, 0, groups, ktiles, cm)
     if config.split_k > 1:
         split = min(config.split_k, ktiles)
         plan = Schedule(min(sms, tiles * split), 0, tiles * split, tiles, ktiles) if split > 1 else None
@@ -575,7 +652,7 @@ def estimate_seconds(cfg, M, N, K, itemsize, sms):
     compute = 2.0 * cfg.tm * cfg.tn * bk / (peak_sm * _tensor_efficiency(cfg.consumers, cfg.tn))
     step_bytes = (cfg.tm + cfg.tn) * bk * itemsize
     memory = step_bytes / min(SM_BYTES_S, cfg.stages * step_bytes / MEM_LATENCY_S)
-    dp_units = -(-plan.dp_tiles // plan.grid)
+    dp_units = -(-plan.dp_tiles // plan.job_slots)
     steps, pieces, fixup = dp_units * plan.ktiles, dp_units, 0.0
     if plan.workers:
         jobs = -(-plan.workers // plan.grid)                  # workers per CTA
@@ -755,11 +832,12 @@ def autotuner(config):
     Keyed on the kernel's M, N, K and the arrays' dtypes; the winner is stored in the tylo cache
     (``tylo cache list``), so later processes do not tune again. ``launch(..., autotune=True)`` uses it
     with ``choose_config``'s family."""
-    family = (config.tn, config.consumers, config.c_bufs, config.fixup, config.swap_ab, config.direct)
+    family = (config.tn, config.consumers, config.c_bufs, config.fixup, config.swap_ab, config.direct,
+              config.cluster_m)
     tuner = _TUNERS.get(family)
     if tuner is None:
         top = max_stages(config.tm, config.tn, config.direct, config.consumers, config.c_bufs)
-        configs = [tylo.Config(constexprs={"STAGES": s, "GROUP_M": g}, block=config.threads,
+        configs = [tylo.Config(constexprs={"STAGES": s, "GROUP_M": g}, block=config.threads, cluster=config.cluster,
                                name=f"{config.tm}x{config.tn} STAGES={s} GROUP_M={g}")
                    for s in sorted({top, max(2, top - 1), max(2, top - 2), max(2, top // 2)}, reverse=True)
                    for g in (4, 8, 16)]
@@ -839,9 +917,15 @@ def prepare(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=Non
     # constexprs positionally: the JIT's fast path
     constexprs = config.constexprs(dtype, ka_mn, kb_mn)
     gemm = hopper_gemm[grid, config.threads]
+    if config.cluster is not None:
+        cluster = config.cluster
+
+        def gemm(*args, stream=None):       # noqa: F811 (clusters need the full launch form)
+            hopper_gemm.launch(*args, grid=grid, block=config.threads, cluster=cluster, stream=stream)
     if autotune:
         tuned = autotuner(config)[grid]
-        fixed = dict(zip(("C_BUFS", "A_MN", "B_MN", "DTYPE", "TN", "CONSUMERS", "DIRECT", "FIXUP"), constexprs[2:]))
+        fixed = dict(zip(("C_BUFS", "A_MN", "B_MN", "DTYPE", "TN", "CONSUMERS", "DIRECT", "FIXUP", "CLUSTER_M"),
+                         constexprs[2:]))
 
         def gemm(*args, stream=None):       # noqa: F811 (the tuned launch takes the fixed constexprs by name)
             tuned(*args[:13], stream=stream, **fixed)

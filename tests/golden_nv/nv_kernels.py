@@ -73,6 +73,13 @@ def barriers(out, n):
 
 
 @tylo.jit
+def cluster_barriers(rank):
+    # a remote arrival: the barrier at this offset in CTA `rank` of the cluster
+    bars = tylo.shared_array(tylo.u64, (1,))
+    mb.mbarrier_arrive_cluster(bars.ptr, rank)
+
+
+@tylo.jit
 def tma_copies(out, tmap, row):
     tile = tylo.shared_array(tylo.bf16, (64 * 64,), align=1024)
     bars = tylo.shared_array(tylo.u64, (1,))
@@ -157,6 +164,7 @@ NV_KERNELS = {
     "copies": (copies, "*bf16, *bf16", "sm_90a"),
     "warp_mma": (warp_mma, "*u32, *u32, *f32", "sm_80"),
     "barriers": (barriers, "*u64, i32", "sm_90a"),
+    "cluster_barriers": (cluster_barriers, "i32", "sm_90a"),
     "tma_copies": (tma_copies, "*f32, u64, i32", "sm_90a"),
     "wgmma": (wgmma, "*f32, *bf16, *bf16", "sm_90a"),
     "tcgen05": (tcgen05, "*f32, *u64", "sm_100a"),

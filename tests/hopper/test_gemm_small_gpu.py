@@ -1,7 +1,8 @@
 """The Hopper GEMM's small-shape mechanisms on an sm_90 GPU: every tile shape, swap-AB, split-K and
-stream-K (the in-kernel fixup) and the register (direct) epilogue against a float64 product on ragged
-and tiny shapes (M, N or K = 1), bf16 and fp8; split-K and stream-K results bitwise equal run to run,
-with the arrival counters back at zero after each launch; the heuristic's own choices."""
+stream-K (the in-kernel fixup), 2 x 1 clusters with B multicast and the register (direct) epilogue
+against a float64 product on ragged and tiny shapes (M, N or K = 1), bf16 and fp8; split-K and stream-K
+results bitwise equal run to run, with the arrival counters back at zero after each launch; clusters on
+large and ragged shapes bitwise equal to the same tile without them; the heuristic's own choices."""
 import os
 import sys
 
@@ -34,6 +35,11 @@ CONFIGS = {
     "streamk": C(stream_k=True),
     "streamk-64x128": C(consumers=1, tn=128, stages=8, stream_k=True),
     "swap-n16-streamk": C(consumers=1, tn=16, stages=8, swap_ab=True, stream_k=True, direct=True),
+    # 2 x 1 clusters sharing B by TMA multicast
+    "cluster2": C(cluster_m=2),
+    "cluster2-64x128": C(consumers=1, tn=128, stages=8, cluster_m=2),
+    "cluster2-direct-64x64": C(consumers=1, tn=64, stages=8, direct=True, cluster_m=2),
+    "cluster2-swap-n64": C(consumers=1, tn=64, stages=8, swap_ab=True, direct=True, cluster_m=2),
 }
 FIXUP = sorted(name for name, cfg in CONFIGS.items() if cfg.fixup)
 
@@ -90,7 +96,7 @@ def test_every_config_matches_float64(name, M, N, K, layout):
 
 
 @pytest.mark.parametrize("name", ["default", "swap-n16-2c", "split3-64x128", "swap-n16-split4", "64x128",
-                                  "streamk-64x128"])
+                                  "streamk-64x128", "cluster2"])
 @pytest.mark.parametrize("M,N,K", [(16, 4096, 1024), (77, 520, 4112), (1, 1024, 2048)])
 def test_fp8_configs(name, M, N, K):
     torch = _torch_sm90()
@@ -101,6 +107,28 @@ def test_fp8_configs(name, M, N, K):
     hg.launch(c, a, b, M, N, K, config=CONFIGS[name])
     torch.cuda.synchronize()
     _check(torch, c, a.to(torch.bfloat16), b.to(torch.bfloat16))
+
+
+# large shapes (the ones clusters are for) and ragged ones with an odd number of M tiles (the last
+# cluster's second CTA computes a tile past M and stores nothing); layouts MN- and K-major
+@pytest.mark.parametrize("name,base", [("cluster2", "default"), ("cluster2-64x128", "64x128")])
+@pytest.mark.parametrize("M,N,K,layout", [(4096, 4096, 4096, "rc"), (2900, 5000, 2000, "rr"),
+                                          (1100, 8192, 16384, "cr"), (8192, 8192, 8192, "rc"), (200, 776, 4104, "rc")])
+def test_cluster_matches_float64_and_the_same_tile_without_clusters(name, base, M, N, K, layout):
+    torch = _torch_sm90()
+    gen = torch.Generator(device="cuda").manual_seed(M + 3 * N + 7 * K)
+    a = _operand(torch, gen, M, K, layout[0])
+    b = _operand(torch, gen, K, N, layout[1])
+    c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+    assert CONFIGS[name].tm == CONFIGS[base].tm and CONFIGS[name].tn == CONFIGS[base].tn
+    hg.launch(c, a, b, M, N, K, config=CONFIGS[name])
+    torch.cuda.synchronize()
+    _check(torch, c, a, b)
+    # each tile runs the same WGMMAs in the same K order with or without a cluster: the same bits
+    ref = torch.full_like(c, float("nan"))
+    hg.launch(ref, a, b, M, N, K, config=CONFIGS[base])
+    torch.cuda.synchronize()
+    assert torch.equal(c, ref)
 
 
 def _counters_are_zero(torch):

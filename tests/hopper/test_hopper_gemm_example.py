@@ -224,3 +224,68 @@ def test_autotuner_varies_only_stages_and_rasterisation_within_a_family():
     ck = hg.hopper_gemm._compile(hg.spec(config=deepest, b_mn=False), "sm_90a", (deepest.threads, 1, 1))
     assert ck.shared_bytes <= hg.SHARED_LIMIT and ck.resources.spill_bytes == 0
     assert hg.autotuner(hg.GemmConfig()) is not tuner
+
+
+# -- 2 x 1 clusters sharing B through TMA multicast ------------------------------------------------------
+
+@pytest.mark.parametrize("cfg,b_mn", [(hg.GemmConfig(cluster_m=2), False), (hg.GemmConfig(cluster_m=2), True),
+                                      (hg.GemmConfig(consumers=1, tn=64, stages=8, cluster_m=2, direct=True), False)],
+                         ids=repr)
+def test_cluster_config_assembles_with_multicast_b(cfg, b_mn):
+    ck = hg.hopper_gemm._compile(hg.spec(config=cfg, b_mn=b_mn), "sm_90a", (cfg.threads, 1, 1))
+    ptx = ck.ptx
+    assert ".local" not in ptx and "call.uni" not in ptx
+    assert ck.resources.spill_bytes == 0 and ck.resources.stack_bytes == 0
+    load = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+    multicast = ptx.count(load + ".multicast::cluster")
+    a_loads = ptx.count(load) - multicast
+    # every copy of the producer's step (LLVM may duplicate it) loads A for this CTA and B for both:
+    # one multicast copy per B box
+    b_boxes = cfg.tn // 64 if b_mn else 1
+    assert a_loads >= 1 and multicast == a_loads * b_boxes
+    # two releases of a stage per consumer (its own CTA's barrier and the peer's), through mapa;
+    # cluster barriers after the barriers' init and before exit
+    assert ptx.count("mapa.shared::cluster.u32") == 4
+    assert ptx.count("mbarrier.arrive.release.cluster.shared::cluster.b64") == 4
+    assert "mbarrier.arrive.shared::cta.b64" not in ptx
+    assert ptx.count("barrier.cluster.arrive.release.aligned") == 2
+    assert ck.shared_bytes <= cfg.shared_bytes <= hg.SHARED_LIMIT
+
+
+def test_cluster_schedule_pairs_vertically_adjacent_tiles():
+    cfg = hg.GemmConfig(cluster_m=2)
+    # 4096^3: 32 x 16 tiles = 256 pairs on 66 clusters of 2 CTAs
+    plan = hg.schedule(cfg, 4096, 4096, 4096, 2, 132)
+    assert (plan.grid, plan.dp_tiles, plan.workers, plan.cluster, plan.job_slots) == (132, 256, 0, 2, 66)
+    # an odd number of M tiles (3): the second pair's peer tile lies past M; an odd SM count rounds down
+    plan = hg.schedule(cfg, 300, 512, 64, 2, 131)
+    assert (plan.grid, plan.dp_tiles) == (8, 4)
+    assert hg.schedule(cfg, 100, 256, 64, 2, 1).grid == 2           # one cluster at least
+    # host replica of the kernel's walk: every tile of the matrix once, pairs on rows 2i, 2i + 1
+    for M, N, sms in [(300, 776, 132), (1000, 5000, 8), (4096, 4096, 132)]:
+        plan = hg.schedule(cfg, M, N, 64, 2, sms)
+        num_m, num_n = -(-M // 128), -(-N // 256)
+        num_g = -(-num_m // 2)
+        seen = []
+        for block in range(plan.grid):
+            rank = block % 2
+            for job in range(block // 2, plan.dp_tiles, plan.grid // 2):
+                per = cfg.group_m * num_n
+                first = (job // per) * cfg.group_m
+                rows = min(num_g - first, cfg.group_m)
+                pg, pn = first + job % per % rows, job % per // rows
+                seen.append((pg * 2 + rank, pn))
+        inside = [t for t in seen if t[0] < num_m]
+        assert sorted(inside) == [(m, n) for m in range(num_m) for n in range(num_n)]
+        assert len(seen) - len(inside) == (num_m % 2) * num_n       # only the odd row's peers fall past M
+
+
+def test_cluster_config_validation():
+    with pytest.raises(ValueError, match="cluster_m is 1 or 2"):
+        hg.GemmConfig(cluster_m=4)
+    with pytest.raises(ValueError, match="does not combine with split_k or stream_k"):
+        hg.GemmConfig(cluster_m=2, split_k=2)
+    with pytest.raises(ValueError, match="does not combine with split_k or stream_k"):
+        hg.GemmConfig(cluster_m=2, stream_k=True)
+    assert hg.GemmConfig(cluster_m=2).cluster == (2, 1, 1) and hg.GemmConfig().cluster is None
+    assert hg.GemmConfig(cluster_m=2).constexprs(tylo.bf16, False, False)[-1] == 2

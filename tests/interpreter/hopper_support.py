@@ -62,6 +62,22 @@ def gemm_args(a, b, c, config=None):
     return [c_map, a_map, b_map, c, *unused_fixup_arrays(), mk, nk, K, ld_row, ld_col, tiles, 0]
 
 
+def gemm_cluster_args(a, b, c, config, sms, b_mn=False):
+    """Runtime arguments and grid of a ``cluster_m`` = 2 launch (K-major A; B K-major, or MN-major: B
+    row-major, ``b_mn``) under ``hopper_gemm.schedule`` for ``sms`` SMs: ``dp_tiles`` counts the clusters'
+    tile pairs."""
+    h = hopper_gemm
+    M, K = a.shape
+    N = b.shape[1]
+    plan = h.schedule(config, M, N, K, 2, sms)
+    a_plan, b_plan = h.operand_plans(config, tylo.bf16, False, b_mn)
+    a_map = tylo.prepare_tma(a_plan, a)
+    c_map = a_map if config.direct else tylo.prepare_tma(h.C_TILE, c)
+    b_map = tylo.prepare_tma(b_plan, b if b_mn else np.ascontiguousarray(b.T))
+    args = [c_map, a_map, b_map, c, *unused_fixup_arrays(), M, N, K, N, 1, plan.dp_tiles, 0]
+    return args, plan.grid
+
+
 def unused_fixup_arrays():
     """The kernel's fixup workspace and counters where it has no fixup (never read or written)."""
     return np.zeros(4, np.float32), np.zeros(4, np.int32)

@@ -71,3 +71,86 @@ def test_small_configs_match_float64(name):
     a, b, c = gemm_operands(200, 264, 136, seed=4)
     run(gemm_ir(config=cfg), gemm_args(a, b, c, cfg), grid=(1,), block=(cfg.threads,), seed=1)
     assert relative_error(a, b, c) < 4e-3
+
+
+# 2 x 1 clusters sharing B by TMA multicast (cluster_m = 2): the interpreter runs a cluster's two CTAs
+# together, delivers each multicast box to both and checks every stage's refill is ordered after both
+# CTAs' WGMMAs read it (the remote releases)
+CLUSTER_SHAPES = {
+    # 3 M tiles of 64 (the second pair's peer lies past M), N and K not multiples of the tile; one
+    # cluster walks 4 pairs through a 2-stage ring, or two clusters 2 pairs each
+    "64x64-one-cluster": (dict(tn=64, consumers=1, stages=2, cluster_m=2), (136, 72, 136), 2),
+    "64x64-two-clusters": (dict(tn=64, consumers=1, stages=2, cluster_m=2), (136, 72, 136), 4),
+    "64x64-direct": (dict(tn=64, consumers=1, stages=3, cluster_m=2, direct=True), (136, 70, 72), 2),
+}
+
+
+@pytest.mark.parametrize("name", CLUSTER_SHAPES)
+def test_cluster_configs_match_float64(name):
+    from hopper_support import gemm_cluster_args
+    from hopper_support import hopper_gemm as h
+
+    kw, (M, N, K), sms = CLUSTER_SHAPES[name]
+    cfg = h.GemmConfig(**kw)
+    a, b, c = gemm_operands(M, N, K, seed=6)
+    args, grid = gemm_cluster_args(a, b, c, cfg, sms)
+    run(gemm_ir(config=cfg), args, grid=(grid,), block=(cfg.threads,), cluster=(2, 1, 1), seed=3)
+    assert relative_error(a, b, c) < 4e-3
+
+
+def test_cluster_with_mn_major_b_multicasts_every_box():
+    # B row-major (MN-major for WGMMA): a stage's B is a row of 64 x 64 boxes, each multicast
+    from hopper_support import gemm_cluster_args
+    from hopper_support import hopper_gemm as h
+
+    cfg = h.GemmConfig(tn=128, consumers=1, stages=2, cluster_m=2)
+    a, b, c = gemm_operands(136, 128, 136, seed=9)
+    args, grid = gemm_cluster_args(a, b, c, cfg, 2, b_mn=True)
+    run(gemm_ir(config=cfg, b_mn=True), args, grid=(grid,), block=(cfg.threads,), cluster=(2, 1, 1), seed=5)
+    assert relative_error(a, b, c) < 4e-3
+
+
+@pytest.mark.slow
+def test_cluster_default_tile_with_the_peer_past_m():
+    # the 128 x 256 tile, one M tile: CTA 1 of the cluster computes a tile wholly past M (zero-filled A),
+    # still loads its half of the B stages for CTA 0 and releases, and stores nothing
+    from hopper_support import gemm_cluster_args
+    from hopper_support import hopper_gemm as h
+
+    cfg = h.GemmConfig(stages=2, cluster_m=2)
+    a, b, c = gemm_operands(100, 264, 200, seed=8)
+    args, grid = gemm_cluster_args(a, b, c, cfg, 2)
+    run(gemm_ir(config=cfg), args, grid=(grid,), block=(cfg.threads,), cluster=(2, 1, 1), seed=4)
+    assert relative_error(a, b, c) < 4e-3
+
+
+def test_cluster_without_remote_releases_is_a_hazard(tmp_path):
+    # the kernel with each consumer releasing only its own CTA's stage (and the barrier counting only
+    # those): a producer then multicasts B into the peer's stage while the peer's WGMMA may still read it
+    import importlib.util
+
+    from hopper_support import EXAMPLES, gemm_cluster_args
+
+    from tylo.interpreter import HazardError
+
+    src = (EXAMPLES / "hopper_gemm.py").read_text()
+    mutated = src.replace("mb.mbarrier_init(empty + s, CONSUMERS * CLUSTER_M)", "mb.mbarrier_init(empty + s, CONSUMERS)")
+    mutated = mutated.replace("        for r in tylo.static_range(CLUSTER_M):\n            mb.mbarrier_arrive_cluster(bar, r)",
+                              "        mb.mbarrier_arrive(bar)")
+    assert mutated.count("mbarrier_arrive_cluster(") == 0 and mutated != src
+    path = tmp_path / "hopper_gemm_local_release.py"
+    path.write_text(mutated)
+    spec = importlib.util.spec_from_file_location("hopper_gemm_local_release", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    cfg = mod.GemmConfig(tn=64, consumers=1, stages=2, cluster_m=2)
+    records = mod.spec(config=cfg)
+    from tylo.specialization import ConstexprSpec
+    names = [p.name for p in mod.hopper_gemm.params if p.constexpr]
+    ir = mod.hopper_gemm.lower(signature=[r for r in records if not isinstance(r, ConstexprSpec)],
+                               constexprs=dict(zip(names, [r.value for r in records if isinstance(r, ConstexprSpec)])),
+                               block=(cfg.threads,))
+    a, b, c = gemm_operands(136, 72, 136, seed=6)
+    args, grid = gemm_cluster_args(a, b, c, cfg, 2)
+    with pytest.raises(HazardError, match="stage released before its read completed"):
+        run(ir, args, grid=(grid,), block=(cfg.threads,), cluster=(2, 1, 1), seed=3)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .core import Suspend
+from .core import Pointer, Suspend
 from .errors import InterpreterError
 from .registry import THREAD_SEMANTICS
 
@@ -152,6 +152,18 @@ def _arrive(th, op, ins, t):
     return state
 
 
+def _arrive_cluster(th, op, ins, t):
+    """``mapa`` + remote arrive: the barrier at the same shared offset in CTA ``rank`` of the cluster."""
+    ptr, rank = ins[0], int(ins[1])
+    cta = next((c for c in th.m.ctas if c.rank == rank), None)
+    if cta is None:
+        raise InterpreterError(f"{op.loc}: mbarrier_arrive_cluster to CTA rank {rank}, outside the cluster of "
+                               f"{len(th.m.ctas)} CTA(s)")
+    if ptr.buffer.cta is None:
+        raise InterpreterError(f"{op.loc}: an mbarrier must be in shared memory")
+    barrier_at(th, Pointer(cta.smem, ptr.offset, ptr.elem), op).arrive(th, op)
+
+
 def _arrive_expect_tx(th, op, ins, t):
     bar = barrier_at(th, ins[0], op)
     state = bar.phase
@@ -189,6 +201,7 @@ def _wait(th, op, ins, t):
 
 THREAD_SEMANTICS.add("nv.mbarrier.init", _init)
 THREAD_SEMANTICS.add("nv.mbarrier.arrive", _arrive)
+THREAD_SEMANTICS.add("nv.mbarrier.arrive_cluster", _arrive_cluster)
 THREAD_SEMANTICS.add("nv.mbarrier.arrive_expect_tx", _arrive_expect_tx)
 THREAD_SEMANTICS.add("nv.mbarrier.expect_tx", _expect_tx)
 THREAD_SEMANTICS.add("nv.mbarrier.try_wait", _try_wait)

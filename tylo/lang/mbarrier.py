@@ -10,6 +10,8 @@ builtin                         PTX
 ==============================  ============================================================
 mbarrier_init(bar, count)       ``mbarrier.init.shared::cta.b64 [bar], count``
 mbarrier_arrive(bar) -> u64     ``mbarrier.arrive.shared::cta.b64 state, [bar]``
+mbarrier_arrive_cluster(b, r)   ``mapa.shared::cluster.u32 a, b, r`` +
+                                ``mbarrier.arrive.release.cluster.shared::cluster.b64 _, [a]``
 mbarrier_arrive_expect_tx(b,n)  ``mbarrier.arrive.expect_tx.shared::cta.b64 state, [b], n``
 mbarrier_expect_tx(bar, n)      ``mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [bar], n``
 mbarrier_try_wait(b, p) -> bool ``mbarrier.try_wait.parity.shared::cta.b64 P, [b], p``
@@ -43,7 +45,7 @@ from .sync import (  # noqa: F401
 
 __all__ = [
     "cluster_ctarank", "cluster_size", "cluster_arrive", "cluster_wait", "cluster_sync",
-    "mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_expect_tx", "mbarrier_expect_tx",
+    "mbarrier_init", "mbarrier_arrive", "mbarrier_arrive_cluster", "mbarrier_arrive_expect_tx", "mbarrier_expect_tx",
     "mbarrier_try_wait", "mbarrier_wait", "fence_acq_rel", "fence_sc", "fence_proxy_async", "fence_view_async_shared",
     "fence_mbarrier_init", "named_barrier_sync", "named_barrier_arrive", "elect_one",
     "warpgroup_idx", "setmaxnreg_inc", "setmaxnreg_dec",
@@ -77,6 +79,17 @@ def mbarrier_arrive(bar, *, _ctx):
     """Arrive once (release, CTA scope); returns the opaque u64 phase state."""
     require_sm(_ctx, 80, "mbarrier_arrive")
     return _ctx.builder.value("nv.mbarrier.arrive", [barrier_operand(bar, "mbarrier_arrive")], T.u64)
+
+
+@builtin
+def mbarrier_arrive_cluster(bar, cta_rank, *, _ctx):
+    """Arrive once (release, cluster scope) on the barrier at ``bar``'s shared offset in CTA ``cta_rank``
+    of this thread's cluster (``mapa`` to its ``shared::cluster`` address; this CTA's own rank works
+    too). For a buffer that other CTAs of the cluster fill (TMA multicast): their producer waits until
+    every CTA it writes into released it. No arrival state is returned (PTX has none for a remote arrive)."""
+    require_sm(_ctx, 90, "mbarrier_arrive_cluster")
+    b = barrier_operand(bar, "mbarrier_arrive_cluster")
+    _ctx.builder.create("nv.mbarrier.arrive_cluster", [b, i32_operand(_ctx, cta_rank, "the CTA rank")])
 
 
 @builtin

@@ -31,6 +31,15 @@ def _arrive(lw, op):
     lw.bind(op.results[0], r)
 
 
+@lowering("nv.mbarrier.arrive_cluster")
+def _arrive_cluster(lw, op):
+    bar, rank = op.operands
+    # mapa gives the barrier's shared::cluster address in CTA `rank`; a remote arrive has no state (sink _)
+    lw.asm("{ .reg .b32 a; mapa.shared::cluster.u32 a, $0, $1; "
+           "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [a]; }",
+           f"r,r,{_MEM}", (), [("i32", lw.address(bar)), ("i32", lw.ref(rank))], side_effects=True)
+
+
 @lowering("nv.mbarrier.arrive_expect_tx")
 def _arrive_tx(lw, op):
     bar, tx = op.operands
