@@ -239,10 +239,11 @@ def o_in_q(monkeypatch):
 
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("d", [128, 256])
-@pytest.mark.parametrize("sq,sk", [(201, 333), (330, 70)], ids=["ragged", "keyless_tiles"])
+@pytest.mark.parametrize("sq,sk", [(201, 333), (330, 70), (40, 333)], ids=["ragged", "keyless_tiles", "rowless_consumer"])
 def test_o_staged_in_q_poisoned_outputs_and_guards(o_in_q, d, causal, sq, sk):
     # the TMA-store epilogue with O staged in the Q buffer: ragged sequences (the map clips each tile at its
-    # sequence's end; causal 330 x 70: the first tiles see no key and still stage their zeros), outputs
+    # sequence's end; causal 330 x 70: the first tiles see no key and still stage their zeros; 40 queries:
+    # the second consumer has no row to store but still releases its rows of Q), outputs
     # poisoned with NaN and guard rows after the last row; every row written, the guards untouched, two
     # launches bitwise equal, against float64
     torch = _torch()
