@@ -4,7 +4,7 @@ and a Triton FlashAttention, in the same run (issue 11; the Blackwell line of is
     python benchmarks/attention.py [--head-dims 64,128,256] [--shapes 32x512,16x1k,8x2k,4x4k,2x8k,1x16k]
                                    [--causal both|yes|no] [--rounds 3] [--quick] [--json FILE] [--plot-dir DIR]
                                    [--warmup-ms 25] [--rep-ms 100] [--libraries tylo,cudnn,...]
-                                   [--tylo-variant NAME=schedule:dynamic,tile:128x2x2p,l2mb:16 ...]
+                                   [--tylo-variant NAME=schedule:dynamic,tile:128x2x2p,l2mb:16,oinq:yes ...]
 
 The matrix (issue 11): bf16, head_dim 64/128/256 with heads = 2048 / head_dim, (batch, seqlen) in
 (32, 512), (16, 1k), (8, 2k), (4, 4k), (2, 8k), (1, 16k) (seqlen_q = seqlen_k), causal and not.
@@ -33,7 +33,9 @@ drift instead of charging it to whoever runs last (as benchmarks/gemm.py does).
 Tuning (``--tylo-variant``, repeatable): extra columns ``tylo:NAME`` run the same Hopper kernel with
 other settings for the point's (head_dim, causal): ``schedule`` (hopper_attention.SCHEDULE: static,
 dynamic or per_unit), ``tile`` (a TileConfig: BNxSTAGESxCONSUMERS, ``p`` for pingpong, e.g. 128x2x2p),
-``l2mb`` (L2_GROUP_BYTES in MiB) and ``epilogue`` (EPILOGUE: tma or registers); a table of their ratios to cuDNN follows the main one.
+``l2mb`` (L2_GROUP_BYTES in MiB), ``epilogue`` (EPILOGUE: tma or registers) and ``oinq`` (yes or no: the
+point's tile, or ``tile``'s, with TileConfig.o_in_q: the TMA-store epilogue stages O in the Q buffer); a
+table of their ratios to cuDNN follows the main one.
 ``--libraries`` keeps only the named columns (cuDNN stays the reference when it runs).
 
 Output: a table (TFLOP/s per library, ratios tylo/cuDNN, tylo/flash, tylo/Triton), the geometric
@@ -50,7 +52,7 @@ import os
 import statistics
 import sys
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -175,7 +177,7 @@ def build_cases(head_dims=HEAD_DIMS, shapes=BATCH_SEQLENS, causal="both", quick=
     return cases
 
 
-VARIANT_KEYS = ("schedule", "tile", "l2mb", "epilogue")
+VARIANT_KEYS = ("schedule", "tile", "l2mb", "epilogue", "oinq")
 
 
 def parse_variant(text: str) -> tuple:
@@ -197,6 +199,10 @@ def parse_variant(text: str) -> tuple:
             if value not in ("tma", "registers"):
                 raise argparse.ArgumentTypeError(f"{text!r}: epilogue is tma or registers, got {value!r}")
             settings[key] = value
+        elif key == "oinq":
+            if value not in ("yes", "no"):
+                raise argparse.ArgumentTypeError(f"{text!r}: oinq is yes or no, got {value!r}")
+            settings[key] = value == "yes"
         elif key == "tile":
             pingpong = value.endswith("p")
             try:
@@ -236,7 +242,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     ap.add_argument("--libraries", type=parse_libraries, default=LIBRARIES,
                     help="columns to run, e.g. tylo,cudnn (default: all)")
     ap.add_argument("--tylo-variant", type=parse_variant, action="append", default=[],
-                    help="NAME=KEY:VALUE[,...]: the Hopper kernel with other settings (schedule, tile, l2mb)")
+                    help="NAME=KEY:VALUE[,...]: the Hopper kernel with other settings (schedule, tile, l2mb, "
+                         "epilogue, oinq)")
     args = ap.parse_args(argv)
     if args.rounds < 1:
         ap.error(f"--rounds must be at least 1, got {args.rounds}")
@@ -506,8 +513,12 @@ def variant_runner(hopper, settings: dict):
         saved = (hopper.SCHEDULE, hopper.TILE_OVERRIDES, hopper.L2_GROUP_BYTES, hopper._LAUNCHES, hopper.EPILOGUE)
         try:
             hopper.SCHEDULE = {**hopper.SCHEDULE, causal: settings.get("schedule", hopper.SCHEDULE[causal])}
-            if "tile" in settings:
-                hopper.TILE_OVERRIDES = {**hopper.TILE_OVERRIDES, key: hopper.TileConfig(*settings["tile"])}
+            tile = hopper.TileConfig(*settings["tile"]) if "tile" in settings else None
+            if "oinq" in settings:      # the point's own tile (or ``tile``) with O staged in the Q buffer or not
+                tile = replace(tile or hopper.tile_config(q.shape[-1], causal, k.shape[-3]),
+                                           o_in_q=settings["oinq"])
+            if tile is not None:
+                hopper.TILE_OVERRIDES = {**hopper.TILE_OVERRIDES, key: tile}
             if "l2mb" in settings:
                 hopper.L2_GROUP_BYTES = int(settings["l2mb"] * (1 << 20))
             hopper.EPILOGUE = settings.get("epilogue", hopper.EPILOGUE)

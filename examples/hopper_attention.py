@@ -37,8 +37,10 @@ in L2; the last CTA to run out resets the counter).
   softmax runs under the other's tensor-core work.
 * epilogue: O * (1 / l) (``rcp.approx``); batched calls where the staging fits (D = 64, D = 128 causal)
   write it into shared memory (``stmatrix``) and TMA-store it through a (batch, seqlen, heads * D) map of
-  o that clips at each sequence's end; the others store from registers (whole 64-row tiles without
-  tests, ragged ones bounded per element). LSE (natural log) by the lanes that own each row.
+  o that clips at each sequence's end; tiles with ``o_in_q`` stage O in the consumer's own rows of the Q
+  buffer instead (the next Q tile then loads after the stores have read them); the others store from
+  registers (whole 64-row tiles without tests, ragged ones bounded per element). LSE (natural log) by the
+  lanes that own each row.
 
 Tiles (``tile_config``, measured on the H200): D = 64: 128 x 128 with two consumers and pingpong for
 short sequences (keys <= 1k non-causal, <= 2k causal), else 192 x 128 (three consumers); D = 128:
@@ -81,12 +83,17 @@ DTYPES = {"bfloat16": tylo.bf16, "float16": tylo.f16}
 class TileConfig:
     """One specialisation's tiling: ``bn`` keys per block, ``stages`` K/V ring depth, ``consumers`` consumer
     warpgroups of 64 query rows (BM = 64 * consumers), ``pingpong``: the two consumers take turns issuing
-    their GEMMs (named barriers), so one's softmax overlaps the other's tensor-core work."""
+    their GEMMs (named barriers), so one's softmax overlaps the other's tensor-core work. ``o_in_q``: Q is
+    loaded per consumer (64-row boxes, each consumer's rows contiguous) and the TMA-store epilogue stages O
+    in the consumer's own rows of the Q buffer instead of a buffer of its own (for tiles whose K/V rings
+    leave no room for one); ``q_empty`` then means "Q buffer free": the unit's last S is done and the O
+    stores have read the staging, so the next Q tile loads only after the unit's epilogue."""
 
     bn: int
     stages: int
     consumers: int
     pingpong: bool = False
+    o_in_q: bool = False
 
     def __post_init__(self):
         if self.pingpong and self.consumers != 2:
@@ -140,9 +147,9 @@ def threads(consumers):
     return 128 * (consumers + 1)
 
 
-def plans(dtype, head_dim, bn, consumers):
-    """(Q box plan, K/V box plan, S = Q K^T plan, O += P V plan)."""
-    q_plan = tma.TMATile(dtype, (64 * consumers, DC))
+def plans(dtype, head_dim, bn, consumers, o_in_q=False):
+    """(Q box plan, K/V box plan, S = Q K^T plan, O += P V plan); ``o_in_q``: Q in 64-row boxes (per consumer)."""
+    q_plan = tma.TMATile(dtype, (64 if o_in_q else 64 * consumers, DC))
     kv_plan = tma.TMATile(dtype, (bn, DC))
     return q_plan, kv_plan, wg.WGMMA64(dtype, n=bn, k=head_dim), wg.WGMMA64(dtype, n=head_dim, k=bn)
 
@@ -234,11 +241,14 @@ def take_over(slots, full, empty, n, FIRST: tylo.constexpr):
 
 
 @tylo.func
-def store_o_tma(o_map, staging, res, cons, lead, row, col, b, rows_left, D: tylo.constexpr):
+def store_o_tma(o_map, staging, res, cons, lead, row, col, b, rows_left, q_empty, D: tylo.constexpr,
+                IN_Q: tylo.constexpr):
     """Consumer ``cons``: its 64 x D tile of O (``res``, already in the output dtype) into its staging
     buffer (D / 64 swizzled boxes), then TMA stores at (row, col) of batch entry ``b`` of ``o_map``
     (rows past the sequence's end are clipped by the map). Named barrier 3 + cons orders the
-    warpgroup's writes before the store and the previous store's reads before the writes."""
+    warpgroup's writes before the store and the previous store's reads before the writes. IN_Q: the
+    staging is the consumer's rows of the Q buffer; the lead waits for the stores' reads and then
+    releases the buffer (``q_empty``)."""
     buf = staging + cons * (64 * D)
     if lead:
         tma.wait_tma_reads(0)                     # the previous unit's stores have read the staging
@@ -252,6 +262,10 @@ def store_o_tma(o_map, staging, res, cons, lead, row, col, b, rows_left, D: tylo
             for j in tylo.static_range(D // DC):
                 tma.tma_store(o_map, tma.shared_tile(o_map, buf + j * (64 * DC)), (row, col + DC * j, b))
             tma.commit_tma_stores()
+        if IN_Q:
+            # the staging is this consumer's rows of Q: once the stores have read it, the next Q may load
+            tma.wait_tma_reads(0)
+            mb.mbarrier_arrive(q_empty)
 
 
 @tylo.func
@@ -285,7 +299,7 @@ def attention_fwd(o, lse, q_map, k_map, v_map, o_map, cu_q, cu_k, counter, heads
                   D: tylo.constexpr, CAUSAL: tylo.constexpr, BN: tylo.constexpr, STAGES: tylo.constexpr,
                   CONSUMERS: tylo.constexpr, DTYPE: tylo.constexpr, VARLEN: tylo.constexpr = False,
                   PINGPONG: tylo.constexpr = False, DYNAMIC: tylo.constexpr = False,
-                  TMA_STORE: tylo.constexpr = False):
+                  TMA_STORE: tylo.constexpr = False, O_IN_Q: tylo.constexpr = False):
     """Work units are (Q tile, head, batch entry), ``num_m * heads * batch`` of them (``tile_of``); CTA ``x``
     starts with unit x. Static schedule: then x + grid, x + 2 grid, ... DYNAMIC: the producer takes each
     next unit from the global ``counter`` (``grid + atomic_add(counter[0], 1)``) and hands it to the
@@ -293,15 +307,19 @@ def attention_fwd(o, lse, q_map, k_map, v_map, o_map, cu_q, cu_k, counter, heads
     launch on its stream. VARLEN: the sequences' offsets and lengths come from ``cu_q`` / ``cu_k``;
     otherwise every sequence has ``seq_q`` queries and ``seq_k`` keys. TMA_STORE (batched calls only): O
     leaves through shared memory and TMA stores of ``o_map`` (o as (batch, seqlen_q, heads * D): the
-    store clips at each sequence's end); else from registers, bounds-checked per element."""
+    store clips at each sequence's end); else from registers, bounds-checked per element. O_IN_Q: Q is
+    loaded per consumer (64-row boxes) and, with TMA_STORE, O is staged in the consumer's rows of Q;
+    ``q_empty`` is then arrived once per unit (every unit, with or without keys), after the stores have read
+    the staging, and the scheduler waits for it before each next unit's Q load."""
     BM = 64 * CONSUMERS
+    STAGE_IN_Q = TMA_STORE and O_IN_Q           # q_empty: last S done and the O staging drained
     NC = D // DC
     S_PLAN = wg.WGMMA64(DTYPE, n=BN, k=D)
     PV_PLAN = wg.WGMMA64(DTYPE, n=D, k=BN)
     q_s = tylo.shared_array(DTYPE, (BM * D,), align=1024)
     k_s = tylo.shared_array(DTYPE, (STAGES * BN * D,), align=1024)
     v_s = tylo.shared_array(DTYPE, (STAGES * BN * D,), align=1024)
-    o_s = tylo.shared_array(DTYPE, (CONSUMERS * 64 * D if TMA_STORE else 8,), align=1024)   # O staging
+    o_s = tylo.shared_array(DTYPE, (CONSUMERS * 64 * D if TMA_STORE and not O_IN_Q else 8,), align=1024)  # staging
     bars = tylo.shared_array(tylo.u64, (4 * STAGES + 6,), align=8)
     slots = tylo.shared_array(tylo.i32, (16,), align=16)   # two slots of a unit's coordinates (hand_over)
     k_full = bars.ptr
@@ -354,12 +372,23 @@ def attention_fwd(o, lse, q_map, k_map, v_map, o_map, cu_q, cu_k, counter, heads
                 hand_over(slots.ptr, slot_full, slot_empty, n, mt, h, b, n_blocks, kv_row_mul * k_start,
                           kv_bat_mul * b + h // group)
                 n += 1
+                if STAGE_IN_Q:
+                    # every unit stages O in the Q buffer: wait for the previous unit's release (its last S
+                    # is done and its stores have read the staging), completion n - 2 of q_empty
+                    if n > 1:
+                        mb.mbarrier_wait(q_empty, n & 1)
                 if n_blocks > 0:
-                    if qi > 0:
-                        mb.mbarrier_wait(q_empty, (qi - 1) & 1)
+                    if not STAGE_IN_Q:
+                        if qi > 0:
+                            mb.mbarrier_wait(q_empty, (qi - 1) & 1)
                     mb.mbarrier_arrive_expect_tx(q_full, BM * D * DTYPE.itemsize)
-                    tma.tma_load(tma.shared_tile(q_map, q_s.ptr, (1, NC)), q_map,
-                                 (q_row_mul * q_start + m0, 0, q_bat_mul * b + h), q_full)
+                    if O_IN_Q:                         # each consumer's rows contiguous: its O staging
+                        for c in tylo.static_range(CONSUMERS):
+                            tma.tma_load(tma.shared_tile(q_map, q_s.ptr + c * (64 * D), (1, NC)), q_map,
+                                         (q_row_mul * q_start + m0 + 64 * c, 0, q_bat_mul * b + h), q_full)
+                    else:
+                        tma.tma_load(tma.shared_tile(q_map, q_s.ptr, (1, NC)), q_map,
+                                     (q_row_mul * q_start + m0, 0, q_bat_mul * b + h), q_full)
                     qi += 1
                 if DYNAMIC:
                     t = tylo.grid_dim.x + tylo.atomic_add(counter, 1)
@@ -398,7 +427,10 @@ def attention_fwd(o, lse, q_map, k_map, v_map, o_map, cu_q, cu_k, counter, heads
         mb.setmaxnreg_inc(consumer_registers(CONSUMERS))
         cons = wgi - 1
         lead = tid % 128 == 0
-        q_op = wg.wgmma_operand(S_PLAN, wg.OperandA, tma.shared_tile(q_map, q_s.ptr, (1, NC)), (64 * cons, 0))
+        if O_IN_Q:
+            q_op = wg.wgmma_operand(S_PLAN, wg.OperandA, tma.shared_tile(q_map, q_s.ptr + cons * (64 * D), (1, NC)))
+        else:
+            q_op = wg.wgmma_operand(S_PLAN, wg.OperandA, tma.shared_tile(q_map, q_s.ptr, (1, NC)), (64 * cons, 0))
         if PINGPONG:
             if cons == 1:
                 mb.named_barrier_arrive(1, 256)      # warpgroup 1 issues its first GEMMs first
@@ -432,8 +464,9 @@ def attention_fwd(o, lse, q_map, k_map, v_map, o_map, cu_q, cu_k, counter, heads
                 sc = wg.finish_mma(wg.wait_mma(s_pend))
                 if lead:
                     mb.mbarrier_arrive(k_empty + s)
-                    if n_blocks == 1:
-                        mb.mbarrier_arrive(q_empty)      # the tile's last S is complete: Q may be replaced
+                    if not STAGE_IN_Q:
+                        if n_blocks == 1:
+                            mb.mbarrier_arrive(q_empty)  # the tile's last S is complete: Q may be replaced
                 sc = mask_block(sc, 0, seqlen_k, diag, wg_limit, BN, CAUSAL)
                 m, l, rescale, p = tylo.online_softmax_update_exp2(m, l, sc, scale_log2)
                 pk = tylo.pack(DTYPE, p)             # carried packed: 32 registers, not 64
@@ -453,8 +486,9 @@ def attention_fwd(o, lse, q_map, k_map, v_map, o_map, cu_q, cu_k, counter, heads
                     sc = wg.finish_mma(wg.wait_mma(s_pend, pending=1))
                     if lead:
                         mb.mbarrier_arrive(k_empty + s)
-                        if j == n_blocks - 1:
-                            mb.mbarrier_arrive(q_empty)
+                        if not STAGE_IN_Q:
+                            if j == n_blocks - 1:
+                                mb.mbarrier_arrive(q_empty)
                     sc = mask_block(sc, j * BN, seqlen_k, diag, wg_limit, BN, CAUSAL)
                     m, l, rescale, p = tylo.online_softmax_update_exp2(m, l, sc, scale_log2)
                     acc = wg.finish_mma(wg.wait_mma(o_pend))      # P V of block j - 1 done: its P is dead
@@ -480,7 +514,9 @@ def attention_fwd(o, lse, q_map, k_map, v_map, o_map, cu_q, cu_k, counter, heads
             out = tylo.online_softmax_normalize_fast(acc, total)
             rows_left = seqlen_q - r0
             if TMA_STORE:
-                store_o_tma(o_map, o_s.ptr, out.astype(DTYPE), cons, lead, r0, h * D, b, rows_left, D)
+                staging = q_s.ptr if O_IN_Q else o_s.ptr
+                store_o_tma(o_map, staging, out.astype(DTYPE), cons, lead, r0, h * D, b, rows_left, q_empty, D,
+                            O_IN_Q)
             else:
                 dst = window(tylo.GlobalTile(o + h * D, Layout((q_start + r0 + 64, D), (heads * D, 1))),
                              (q_start + r0, 0), (64, D))
@@ -505,7 +541,7 @@ def attention_fwd(o, lse, q_map, k_map, v_map, o_map, cu_q, cu_k, counter, heads
 def signature(dtype=tylo.bf16, head_dim=128, causal=False, seqlen_k=None):
     """The launch signature (TMA maps are 3-D: rows x head_dim, batched)."""
     cfg = tile_config(head_dim, causal, seqlen_k)
-    q_plan, kv_plan, _, _ = plans(dtype, head_dim, cfg.bn, cfg.consumers)
+    q_plan, kv_plan, _, _ = plans(dtype, head_dim, cfg.bn, cfg.consumers, cfg.o_in_q)
     name = "bf16" if dtype == tylo.bf16 else "f16"
     return ([f"*{name}:16", "*f32", tma.batched(q_plan), tma.batched(kv_plan), tma.batched(kv_plan),
              tma.batched(o_plan(dtype)), "*i32", "*i32", "*i32"] + ["i32"] * 14 + ["f32"])
@@ -546,9 +582,11 @@ O_MAP = ARG_NAMES.index("o_map")
 
 def constexprs(dtype, head_dim, causal, varlen=False, seqlen_k=None):
     cfg = tile_config(head_dim, causal, seqlen_k)
+    # the TMA-store epilogue: batched calls whose staging fits beside Q and the rings, or goes into Q (o_in_q)
+    tma_store = EPILOGUE == "tma" and not varlen and (cfg.o_in_q or tma_store_fits(cfg, head_dim, dtype.itemsize))
     return {"D": head_dim, "CAUSAL": causal, "BN": cfg.bn, "STAGES": cfg.stages, "CONSUMERS": cfg.consumers,
             "DTYPE": dtype, "VARLEN": varlen, "PINGPONG": cfg.pingpong, "DYNAMIC": SCHEDULE[causal] == "dynamic",
-            "TMA_STORE": EPILOGUE == "tma" and not varlen and tma_store_fits(cfg, head_dim, dtype.itemsize)}
+            "TMA_STORE": tma_store, "O_IN_Q": cfg.o_in_q}
 
 
 # every (head_dim, causal), and the short-sequence tiles (seqlen_k = the class's longest)
@@ -600,7 +638,7 @@ def prepare(q, k, v, causal=False, scale=None, cu_seqlens_q=None, cu_seqlens_k=N
     lib = host.one_library(q, k, v)
     dtype = DTYPES[pb.dtype]
     cfg = tile_config(pb.head_dim, pb.causal, pb.max_seqlen_k)
-    q_plan, kv_plan, _, _ = plans(dtype, pb.head_dim, cfg.bn, cfg.consumers)
+    q_plan, kv_plan, _, _ = plans(dtype, pb.head_dim, cfg.bn, cfg.consumers, cfg.o_in_q)
     ops = host.kernel_operands(q, k, v, pb, lib)
     num_m = max(1, (pb.max_seqlen_q + cfg.bm - 1) // cfg.bm)
     units = num_m * pb.heads * pb.batch

@@ -283,7 +283,8 @@ def test_tylo_variants_parse_and_bad_ones_name_the_setting():
                                  ("d", {"schedule": "dynamic"})]
     assert args.libraries == ("tylo", "cudnn")
     for bad, match in (("x", "NAME=KEY:VALUE"), ("x=speed:1", "one of schedule"), ("x=schedule:lpt", "per_unit"),
-                       ("x=tile:128x2", "BNxSTAGESxCONSUMERS"), ("x=epilogue:smem", "tma or registers")):
+                       ("x=tile:128x2", "BNxSTAGESxCONSUMERS"), ("x=epilogue:smem", "tma or registers"),
+                       ("x=oinq:1", "oinq is yes or no")):
         with pytest.raises(SystemExit):
             bench.parse_args(["--tylo-variant", bad])
         with pytest.raises(Exception, match=match):
@@ -319,3 +320,49 @@ def test_variant_runner_applies_settings_for_one_call_and_restores_them():
     assert l2 == 2 << 20 and launches == {}
     assert FakeHopper.SCHEDULE == {False: "static", True: "dynamic"} and FakeHopper.TILE_OVERRIDES == {}
     assert FakeHopper.L2_GROUP_BYTES == 1 << 24 and FakeHopper._LAUNCHES == {"mine": 1}
+
+
+def test_oinq_variant_stages_o_in_q_on_the_points_own_tile():
+    # oinq:yes -> the call's default tile (tile_config for its head_dim, causal and key length) with o_in_q;
+    # with tile: that tile with o_in_q; the module's overrides are restored after the call
+    import dataclasses
+    assert bench.parse_variant("oq=oinq:yes") == ("oq", {"oinq": True})
+
+    @dataclasses.dataclass(frozen=True)
+    class Tile:
+        bn: int
+        stages: int
+        consumers: int
+        pingpong: bool = False
+        o_in_q: bool = False
+
+    class FakeHopper:
+        SCHEDULE = {False: "static", True: "dynamic"}
+        TILE_OVERRIDES = {}
+        L2_GROUP_BYTES = 1 << 24
+        EPILOGUE = "tma"
+        _LAUNCHES = {}
+        TileConfig = Tile
+        seen = []
+
+        @staticmethod
+        def tile_config(d, causal, seqlen_k):
+            return Tile(80 if d == 256 else seqlen_k, 2, 2, pingpong=causal)
+
+        @classmethod
+        def attention(cls, q, k, v, causal):
+            cls.seen.append(dict(cls.TILE_OVERRIDES))
+            return ("o", "lse")
+
+    class Q:
+        shape = (1, 512, 8, 256)
+
+    class K:
+        shape = (1, 176, 8, 256)
+    bench.variant_runner(FakeHopper, {"oinq": True})(Q(), K(), None, True)
+    bench.variant_runner(FakeHopper, {"oinq": True, "tile": (64, 2, 2, False)})(Q(), K(), None, False)
+    Q.shape = K.shape = (1, 176, 8, 128)
+    bench.variant_runner(FakeHopper, {"oinq": True})(Q(), K(), None, False)
+    assert FakeHopper.seen == [{(256, True): Tile(80, 2, 2, True, True)}, {(256, False): Tile(64, 2, 2, False, True)},
+                               {(128, False): Tile(176, 2, 2, False, True)}]
+    assert FakeHopper.TILE_OVERRIDES == {}

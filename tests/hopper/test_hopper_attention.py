@@ -2,6 +2,8 @@
 no local memory and no serialised WGMMAs, with the expected instruction counts; argument errors are
 ValueError/TypeError naming the argument before any kernel runs; the kernel in tylo's interpreter
 against float64 (FlashAttention-3's criterion) on small shapes."""
+import contextlib
+import dataclasses
 import math
 import re
 import warnings
@@ -24,22 +26,49 @@ def _compile(dtype, d, causal, seqlen_k=None):
                                     block=ha.tile_config(d, causal, seqlen_k).threads)
 
 
-SPECS = [(tylo.bf16, d, c, n) for d, c, n in ha.SPECIALISATIONS] + [(tylo.f16, 128, False, None)]
+@contextlib.contextmanager
+def _o_in_q(d, causal, seqlen_k=None):
+    """The (d, causal) specialisation's own tile with ``o_in_q`` (the TMA-store epilogue staging O in Q)."""
+    cfg = dataclasses.replace(ha.tile_config(d, causal, seqlen_k), o_in_q=True)
+    old = dict(ha.TILE_OVERRIDES)
+    ha.TILE_OVERRIDES[d, causal] = cfg
+    try:
+        yield cfg
+    finally:
+        ha.TILE_OVERRIDES.clear()
+        ha.TILE_OVERRIDES.update(old)
 
 
-@pytest.mark.parametrize("dtype,d,causal,seqlen_k", SPECS,
+# (dtype, head_dim, causal, seqlen_k, override): every specialisation, f16, and (override) D = 128 and 256 with O
+# staged in Q where that is not their default
+SPECS = ([(tylo.bf16, d, c, n, False) for d, c, n in ha.SPECIALISATIONS] + [(tylo.f16, 128, False, None, False)]
+         + [(tylo.bf16, d, c, None, True) for d in (128, 256) for c in (False, True) if not ha.tile_config(d, c).o_in_q])
+
+
+@pytest.mark.parametrize("dtype,d,causal,seqlen_k,override", SPECS,
                          ids=[f"{t}-d{d}-{'causal' if c else 'full'}{'' if n is None else f'-short{n}'}"
-                              for t, d, c, n in SPECS])
-def test_assembles_without_spills_or_serialisation(dtype, d, causal, seqlen_k):
-    with warnings.catch_warnings():
+                              f"{'-o_in_q' if oq else ''}" for t, d, c, n, oq in SPECS])
+def test_assembles_without_spills_or_serialisation(dtype, d, causal, seqlen_k, override):
+    with warnings.catch_warnings(), (_o_in_q(d, causal) if override else contextlib.nullcontext()):
         warnings.simplefilter("error")           # a WGMMASerializationWarning (C7509) or any assembler warning
+        cfg = ha.tile_config(d, causal, seqlen_k)
+        o_in_q = cfg.o_in_q
+        assert ha.constexprs(dtype, d, causal, seqlen_k=seqlen_k)["O_IN_Q"] == o_in_q
         ck = _compile(dtype, d, causal, seqlen_k)
         _, _, log = ptx_to_cubin(ck.ptx, get_target("sm_90a"), ck.name)
     ptx = ck.ptx
-    assert ck.resources.spill_bytes == 0 and ".local" not in ptx
-    assert re.search(r"[1-9]\d* bytes stack frame", log) is None
+    # D = 256 causal with O staged in Q: one 4-byte value (a block-0 mask predicate LLVM hoists out of the unit
+    # loop) is stored once per CTA and loaded once per unit; the four stmatrix addresses of the TMA-store
+    # epilogue, live across the loop, leave no register for it (docs/attention.md, "Session 6")
+    spill, stack = (8, 8) if (d, causal, o_in_q) == (256, True, True) else (0, 0)
+    assert ck.resources.spill_bytes <= spill and ck.resources.stack_bytes <= stack and ".local" not in ptx
+    if not stack:
+        assert re.search(r"[1-9]\d* bytes stack frame", log) is None
+    if o_in_q:      # the TMA-store epilogue: D / 64 stores; the wait for their reads before the staging is
+        # written and once more before the Q buffer is released (q_empty)
+        assert len(re.findall(r"cp\.async\.bulk\.tensor\.3d\.global\.shared::cta", ptx)) == d // 64
+        assert len(re.findall(r"cp\.async\.bulk\.wait_group\.read 0", ptx)) == 2
     assert "C7509" not in log and "serialized" not in log and "C7508" not in log
-    cfg = ha.tile_config(d, causal, seqlen_k)
     bn, consumers = cfg.bn, cfg.consumers
     name = "bf16" if dtype == tylo.bf16 else "f16"
     # S = Q K^T (K = head_dim) twice (first block, loop) and P V (K = the key block) twice (loop, last block)
@@ -195,7 +224,7 @@ def test_interpreter_varlen_d256():
 
 
 def test_tile_configs():
-    assert ha.tile_config(128, False) == ha.TileConfig(176, 2, 2, pingpong=True)
+    assert dataclasses.replace(ha.tile_config(128, False), o_in_q=False) == ha.TileConfig(176, 2, 2, pingpong=True)
     assert ha.tile_config(64, True).bm == 192 and ha.tile_config(64, True).threads == 512
     # short sequences: 128-row Q tiles with two consumers taking turns (D = 64), by the longest key sequence
     assert ha.tile_config(64, True, 2048) == ha.TileConfig(128, 2, 2, pingpong=True)
@@ -292,10 +321,13 @@ def test_interpreter_tma_store_epilogue_clips_at_each_ragged_end():
 
 
 def test_tma_store_epilogue_where_the_staging_fits():
-    # batched calls stage O in shared memory when Q, the rings and 64 x D per consumer fit; varlen never
-    fits = {(d, c, n): ha.constexprs(tylo.bf16, d, c, seqlen_k=n)["TMA_STORE"] for d, c, n in ha.SPECIALISATIONS}
+    # batched calls stage O in shared memory when Q, the rings and 64 x D per consumer fit, or in the Q buffer
+    # (o_in_q); varlen never
+    fits = {(d, c, n): ha.tma_store_fits(ha.tile_config(d, c, n), d) for d, c, n in ha.SPECIALISATIONS}
     assert fits[64, False, None] and fits[64, True, 2048] and fits[128, True, None]
     assert not fits[128, False, None] and not fits[256, False, None] and not fits[256, True, None]
+    for (d, c, n), fit in fits.items():
+        assert ha.constexprs(tylo.bf16, d, c, seqlen_k=n)["TMA_STORE"] == (fit or ha.tile_config(d, c, n).o_in_q)
     assert not any(ha.constexprs(tylo.bf16, d, c, varlen=True, seqlen_k=n)["TMA_STORE"]
                    for d, c, n in ha.SPECIALISATIONS)
 
@@ -305,3 +337,55 @@ def test_launch_cache_keys_only_plain_device_calls():
     assert ha.launch_key(q, k, v, False, None) is None           # numpy: the interpreter, never cached
     assert ha.launch_key(q, k, v, 1, None) is None               # arguments prepare() must judge
     assert ha.launch_key(q, k, v, False, "x") is None
+
+
+def _poisoned_interpreter_run(q, k, v, causal, ctas, guard=40):
+    """``prepare`` + the interpreter into a NaN-poisoned output with ``guard`` rows after the last one; the
+    guards must stay NaN. Returns (o, lse, constexprs)."""
+    grid, block, args, cx, o, lse, _ = ha.prepare(q, k, v, causal, None, ctas=ctas)
+    rows = o.shape[0] * o.shape[1]
+    big = np.full((rows + guard, *o.shape[2:]), np.nan, o.dtype)
+    out = big[:rows].reshape(o.shape)
+    args[0], args[ha.O_MAP] = out, ha.output_map(out, False, "numpy")
+    ha.interpreted()[grid, block](*args, *cx.values())
+    assert np.isnan(big[rows:].astype(np.float32)).all()
+    return out, lse, cx
+
+
+@pytest.mark.slow
+def test_interpreter_o_staged_in_q_d128_one_cta_walks_ragged_units():
+    # D = 128 non-causal (128 x 176) with O staged in the Q buffer: one CTA walks 2 batch entries x 2 heads
+    # (4 units), so every next Q load waits for the previous unit's stores to have read the staging; 70 rows
+    # per sequence: each tile's second consumer holds 6 real rows, the map clips the rest
+    q, k, v = _qkv((2, 70, 2, 128), (2, 50, 1, 128), seed=9)
+    with _o_in_q(128, False):
+        o, lse, cx = _poisoned_interpreter_run(q, k, v, False, ctas=1)
+    assert cx["TMA_STORE"] and cx["O_IN_Q"] and cx["BN"] == 176
+    for i in range(2):
+        _check(o[i], lse[i], q[i], k[i], v[i], False)
+
+
+@pytest.mark.slow
+def test_interpreter_o_staged_in_q_d256_causal_with_keyless_units():
+    # D = 256 causal (128 x 80, pingpong, the dynamic schedule) with O staged in Q on one CTA: 200 queries,
+    # 40 keys (bottom-right): each sequence's first tile sees no key (no Q load: its zeros still go through the
+    # staging, which the next Q load must wait for), the second one key block with 8 real rows in consumer 1
+    q, k, v = _qkv((2, 200, 1, 256), (2, 40, 1, 256), seed=10)
+    with _o_in_q(256, True):
+        o, lse, cx = _poisoned_interpreter_run(q, k, v, True, ctas=1)
+    assert cx["TMA_STORE"] and cx["O_IN_Q"] and cx["DYNAMIC"] and cx["PINGPONG"]
+    for i in range(2):
+        assert np.isneginf(lse[i, 0, :160]).all() and (o[i, :160] == 0).all()
+        _check(o[i], lse[i], q[i], k[i], v[i], True)
+
+
+def test_o_in_q_is_a_tile_flag():
+    # staged in Q only where a tile asks (o_in_q) and only for batched calls with the TMA epilogue; the Q map
+    # then has 64-row boxes (each consumer's rows contiguous: its staging)
+    with _o_in_q(256, False) as cfg:
+        assert cfg == ha.TileConfig(80, 2, 2, o_in_q=True)
+        cx = ha.constexprs(tylo.bf16, 256, False)
+        assert cx["TMA_STORE"] and cx["O_IN_Q"]
+        assert not ha.constexprs(tylo.bf16, 256, False, varlen=True)["TMA_STORE"]
+        assert ha.plans(tylo.bf16, 256, 80, 2, cfg.o_in_q)[0].shape == (64, 64)
+    assert ha.plans(tylo.bf16, 256, 80, 2)[0].shape == (128, 64)
