@@ -901,6 +901,10 @@ def prepare(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=Non
         raise ValueError(f"hopper_gemm: an MN-major kernel B operand loads 64-wide boxes: tn ({config.tn}) "
                          f"must be a multiple of 64 "
                          f"({'A column-major with swap_ab' if config.swap_ab else 'B row-major'})")
+    if config.cluster_m > 1 and (ka_mn or kb_mn):
+        raise ValueError("hopper_gemm: cluster_m = 2 takes K-major operands only (A row-major and B column-major, "
+                         "in the kernel's orientation): with an MN-major operand it gave wrong results on the H200 "
+                         "(docs/hopper.md), so launch refuses it")
     a_plan, b_plan = operand_plans(config, dtype, ka_mn, kb_mn)
     a_map = _binding(a_plan, ka, ka_where)
     b_map = _binding(b_plan, kb, kb_where)

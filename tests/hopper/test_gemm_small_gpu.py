@@ -69,6 +69,9 @@ def _legal(cfg, M, N, layout):
     if not cfg.direct and N % 8:
         return False
     kb_mn = layout[0] == "c" if cfg.swap_ab else layout[1] == "r"
+    ka_mn = layout[1] == "r" if cfg.swap_ab else layout[0] == "c"
+    if cfg.cluster_m > 1 and (ka_mn or kb_mn):
+        return False            # clusters take K-major operands only (refused: wrong on the H200 otherwise)
     return not (kb_mn and cfg.tn % 64)
 
 
@@ -112,8 +115,8 @@ def test_fp8_configs(name, M, N, K):
 # large shapes (the ones clusters are for) and ragged ones with an odd number of M tiles (the last
 # cluster's second CTA computes a tile past M and stores nothing); layouts MN- and K-major
 @pytest.mark.parametrize("name,base", [("cluster2", "default"), ("cluster2-64x128", "64x128")])
-@pytest.mark.parametrize("M,N,K,layout", [(4096, 4096, 4096, "rc"), (2900, 5000, 2000, "rr"),
-                                          (1104, 8192, 16384, "cr"), (8192, 8192, 8192, "rc"), (200, 776, 4104, "rc")])
+@pytest.mark.parametrize("M,N,K,layout", [(4096, 4096, 4096, "rc"), (2900, 5000, 2000, "rc"),
+                                          (1104, 8192, 16384, "rc"), (8192, 8192, 8192, "rc"), (200, 776, 4104, "rc")])
 def test_cluster_matches_float64_and_the_same_tile_without_clusters(name, base, M, N, K, layout):
     torch = _torch_sm90()
     gen = torch.Generator(device="cuda").manual_seed(M + 3 * N + 7 * K)

@@ -5,6 +5,7 @@ import re
 import sys
 import time
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -289,3 +290,18 @@ def test_cluster_config_validation():
         hg.GemmConfig(cluster_m=2, stream_k=True)
     assert hg.GemmConfig(cluster_m=2).cluster == (2, 1, 1) and hg.GemmConfig().cluster is None
     assert hg.GemmConfig(cluster_m=2).constexprs(tylo.bf16, False, False)[-1] == 2
+
+
+@pytest.mark.parametrize("a_major,b_major", [("c", "c"), ("r", "r"), ("c", "r")])
+def test_launch_refuses_clusters_with_an_mn_major_operand(a_major, b_major, monkeypatch):
+    """cluster_m = 2 with an MN-major operand computed wrong results on the H200 (docs/hopper.md): launch refuses
+    it before any work (numpy inputs under TYLO_INTERPRET: the refusal comes before the interpreter would run)."""
+    monkeypatch.setenv("TYLO_INTERPRET", "1")
+    M, N, K = 256, 128, 64
+    a = np.zeros((M, K) if a_major == "r" else (K, M), ml_dtypes.bfloat16)
+    b = np.zeros((K, N) if b_major == "r" else (N, K), ml_dtypes.bfloat16)
+    a = a if a_major == "r" else a.T
+    b = b if b_major == "r" else b.T
+    c = np.zeros((M, N), ml_dtypes.bfloat16)
+    with pytest.raises(ValueError, match="cluster_m = 2 takes K-major operands only"):
+        hg.launch(c, a, b, M, N, K, config=hg.GemmConfig(cluster_m=2))
