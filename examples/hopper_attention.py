@@ -44,7 +44,7 @@ in L2; the last CTA to run out resets the counter).
 
 Tiles (``tile_config``, measured on the H200): D = 64: 128 x 128 with two consumers and pingpong for
 short sequences (keys <= 1k non-causal, <= 2k causal), else 192 x 128 (three consumers); D = 128:
-128 x 176 non-causal, 128 x 128 causal, pingpong; D = 256: 128 x 80 (pingpong when causal).
+128 x 176 non-causal, 128 x 128 causal, pingpong; D = 256: 128 x 80 (pingpong when causal), O staged in Q.
 """
 import math
 from dataclasses import dataclass

@@ -703,8 +703,9 @@ def candidate_configs(M, N, K, dtype=tylo.bf16, a_k_major=True, b_k_major=False)
 def choose_config(M, N, K, dtype=tylo.bf16, sms=132, a_k_major=True, b_k_major=False):
     """A good configuration without tuning: the default 128 x 256 tile when it fills the GPU, else the
     candidate the cost model (``estimate_seconds``) says is fastest (stream-K aside: measured slower, it
-    is left to ``autotune``), preferring the default, then fewer splits, on near ties (within 3%; 6% for a split-K / stream-K candidate, whose fixup the model
-    knows less well: measured, it underestimates it for 128-row tiles)."""
+    is left to ``autotune``), preferring the default, then fewer splits, on near ties (within 3%; 6% for
+    a split-K candidate, whose fixup the model knows less well: measured, it underestimates it for
+    128-row tiles)."""
     itemsize = dtype.itemsize
     default = GemmConfig(direct=N % 8 != 0)
     best, best_t = default, estimate_seconds(default, M, N, K, itemsize, sms)

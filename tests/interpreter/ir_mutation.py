@@ -11,6 +11,8 @@ Kinds (``mutate``):
 * ``early``: an ``mbarrier.arrive`` (with the ``if`` that guards it, up to the block that holds the
   nearest ``wgmma.wait_group`` before it) moves to just before that wait: a stage or tile is released
   while the WGMMA reading it may still run.
+* ``early_tma``: the same before the nearest ``cp.async.bulk.wait_group[.read]``: a buffer is released
+  while a TMA store may still read it.
 * ``pending+1`` / ``pending-1``: a ``wgmma.wait_group n`` waits with ``n + 1`` (too early: one more group
   left in flight) or ``n - 1`` (too late: one more group completed).
 """
@@ -20,7 +22,7 @@ from tylo.ir.core import Op
 
 __all__ = ["KINDS", "sync_sites", "find", "mutate"]
 
-KINDS = ("remove", "flip_parity", "drop_tx", "half_tx", "early", "pending+1", "pending-1")
+KINDS = ("remove", "flip_parity", "drop_tx", "half_tx", "early", "early_tma", "pending+1", "pending-1")
 
 
 def _positions(block):
@@ -66,16 +68,16 @@ def _path(block, target):
     return None
 
 
-def _hoist_before_wait(kernel, op):
-    """Move ``op``'s outermost enclosing op that shares a block with an earlier ``wgmma.wait_group`` to
-    just before the nearest such wait."""
+def _hoist_before_wait(kernel, op, wait="nv.wgmma.wait_group"):
+    """Move ``op``'s outermost enclosing op that shares a block with an earlier ``wait`` op to just before
+    the nearest such wait."""
     for block, i, outer in reversed(_path(kernel.body, op)):
-        waits = [j for j in range(i) if block.ops[j].name == "nv.wgmma.wait_group"]
+        waits = [j for j in range(i) if block.ops[j].name == wait]
         if waits:
             del block.ops[i]
             block.ops.insert(waits[-1], outer)
             return
-    raise LookupError(f"no wgmma.wait_group before {op.name} at {op.loc}")
+    raise LookupError(f"no {wait} before {op.name} at {op.loc}")
 
 
 def _forward(kernel, mapping):
@@ -116,6 +118,9 @@ def mutate(kernel, kind, name, occurrence):
     elif kind == "early":
         assert name == "nv.mbarrier.arrive", name
         _hoist_before_wait(k, op)
+    elif kind == "early_tma":
+        assert name == "nv.mbarrier.arrive", name
+        _hoist_before_wait(k, op, "nv.tma.wait")
     elif kind in ("pending+1", "pending-1"):
         assert name == "nv.wgmma.wait_group", name
         n = op.attrs["n"] + (1 if kind == "pending+1" else -1)

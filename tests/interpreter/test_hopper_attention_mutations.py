@@ -302,6 +302,27 @@ def test_o_in_q_without_the_wait_for_reads_is_reported():
         _o_in_q_run(kernel, 0)
 
 
+def _q_empty_after_the_store_wait(kernel):
+    """The occurrence of the ``mbarrier.arrive`` (q_empty) that follows the wait for the O stores' reads in
+    one block: the arrive the producer's next Q load waits for."""
+    arrives = [k for n, k in sync_sites(kernel, ("nv.mbarrier.arrive",))]
+    for k in arrives:
+        try:
+            mutate(kernel, "early_tma", "nv.mbarrier.arrive", k)
+        except LookupError:
+            continue
+        return k
+    raise AssertionError("no mbarrier.arrive follows a TMA wait")
+
+
+@pytest.mark.slow
+def test_o_in_q_releasing_q_before_the_wait_for_reads_is_reported():
+    # the q_empty arrival moved before the wait: the next Q load may overwrite staging a TMA store still reads
+    kernel = _o_in_q_ir()
+    with pytest.raises(HazardError, match="stage overwritten while read|ordered after"):
+        _o_in_q_run(mutate(kernel, "early_tma", "nv.mbarrier.arrive", _q_empty_after_the_store_wait(kernel)), 0)
+
+
 @pytest.mark.slow
 def test_o_in_q_without_the_wait_before_staging_is_safe():
     # staged in Q, the previous unit's stores were waited for before its q_empty arrival, so the first wait

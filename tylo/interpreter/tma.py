@@ -153,7 +153,7 @@ def _wait(th, op, ins, t):
     while len(th.bulk_groups) > n:
         for aop in th.bulk_groups.pop(0):
             th.m.complete(aop)
-            aop.cta.shadow.retire_read(aop)
+            aop.cta.shadow.retire_read(aop, [th])   # later writes must be ordered after this wait
 
 
 def _prefetch(th, op, ins, t):
