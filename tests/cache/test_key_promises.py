@@ -286,13 +286,18 @@ def test_new_code_is_never_stored_under_the_old_key(tmp_path):
             out[0] = poison_helper_mod.f(x[0])
     ''')
     mod.k.compile(signature="*f32, *f32", arch="sm_80")
-    (tmp_path / "poison_helper_mod.py").write_text(textwrap.dedent('''
+    edited = tmp_path / "poison_helper_mod.py"
+    edited.write_text(textwrap.dedent('''
         import tylo
 
         @tylo.func
         def f(v):
             return v + 2.0
     '''))
+    # an edit the file system registers: the same size within one timestamp tick would look unchanged to
+    # Python's bytecode cache and to linecache (both compare size and mtime), so reload would keep the old code
+    st = edited.stat()
+    os.utime(edited, ns=(st.st_atime_ns, st.st_mtime_ns + 2_000_000_000))
     importlib.reload(helper)
     in_process = mod.k.compile(signature="*f16, *f16", arch="sm_80")
     driver = ("import sys; sys.path.insert(0, sys.argv[1]); import poison_kernel_mod as m; "
