@@ -720,37 +720,11 @@ reference = host.reference      # the float64 (or low-precision) reference both 
 def run() -> None:
     """Checks itself against float64 with FlashAttention-3's criterion: on the GPU when one is present
     (tylo device arrays), else in the interpreter on small shapes."""
-    import ml_dtypes
-
-    from tylo.runtime import driver
-
     gpu = driver.gpu_available()
-    rng = np.random.default_rng()
     # (batch, seqlen_q, seqlen_k, heads, kv_heads, head_dim, causal)
     cases = ([(2, 1000, 1000, 4, 2, 128, False), (1, 777, 1500, 2, 1, 64, True), (1, 300, 259, 2, 2, 256, True)]
              if gpu else [(1, 70, 50, 1, 1, 64, False), (1, 50, 90, 2, 1, 64, True)])
-    for b, sq, sk, h, hk, d, causal in cases:
-        q = rng.standard_normal((b, sq, h, d)).astype(ml_dtypes.bfloat16)
-        k = rng.standard_normal((b, sk, hk, d)).astype(ml_dtypes.bfloat16)
-        v = rng.standard_normal((b, sk, hk, d)).astype(ml_dtypes.bfloat16)
-        if gpu:
-            o, lse = attention(tylo.to_device(q), tylo.to_device(k), tylo.to_device(v), causal=causal)
-            o, lse = o.to_host(), lse.to_host()
-        else:
-            o, lse = attention(q, k, v, causal=causal)
-        for i in range(b):
-            ref, ref_lse = reference(q[i], k[i], v[i], causal, 1 / np.sqrt(d))
-            low = reference(q[i], k[i], v[i], causal, 1 / np.sqrt(d), ml_dtypes.bfloat16)[0]
-            err = np.abs(o[i].astype(np.float64) - ref).max()
-            bf_err = np.abs(low - ref).max()
-            fin = np.isfinite(ref_lse)
-            lse_err = np.abs(lse[i][fin] - ref_lse[fin]).max() if fin.any() else 0.0
-            # FlashAttention-3's criterion: at most twice the error of a bf16 reference, plus a small atol
-            assert err <= 2 * bf_err + 1e-3 and lse_err < 1e-3, (err, bf_err, lse_err)
-            assert np.array_equal(np.isneginf(lse[i]), ~fin)
-        where = "GPU" if gpu else "interpreter"
-        print(f"hopper_attention b={b} sq={sq} sk={sk} heads={h}/{hk} d={d} causal={causal} ({where}): "
-              f"max |O - ref| {err:.1e}, max |LSE - ref| {lse_err:.1e}")
+    host.check_examples("hopper_attention", attention, cases, gpu, lse_tol=1e-3)
 
 
 if __name__ == "__main__":
