@@ -46,7 +46,7 @@ SUPPORTED_DTYPES = ("bfloat16", "float16")
 __all__ = ["AttentionProblem", "check_attention_args", "check_examples", "dtype_name", "element_strides", "reference",
            "SUPPORTED_HEAD_DIMS", "SUPPORTED_DTYPES", "array_library", "one_library", "DeviceView", "numpy_dtype",
            "strided", "contiguous", "pointer", "tma_view", "tma_binding", "device_offsets", "empty", "KernelOperands",
-           "kernel_operands", "current_stream", "stream_counters"]
+           "kernel_operands"]
 
 
 @dataclass(frozen=True)
@@ -371,38 +371,6 @@ def empty(shape, dtype_name, like, lib):
         import cupy
         return cupy.empty(shape, like.dtype if dtype_name != "float32" else np.float32)
     return tylo.empty(shape, numpy_dtype(dtype_name) if dtype_name != "float32" else np.float32)
-
-
-def current_stream(like) -> int:
-    """The raw handle of the stream a launch taking ``like`` goes to: torch's or cupy's current stream for
-    their arrays, else 0 (the legacy default stream, as tylo launches without ``stream=``)."""
-    from tylo.runtime.streams import current_stream_getter
-    getter = current_stream_getter(type(like))
-    return int(getter()) if getter is not None else 0
-
-
-_COUNTERS = {}
-
-
-def stream_counters(like, lib, count):
-    """``count`` zeroed int32 words on ``like``'s device, one set per (library, device, current stream), for
-    kernels that leave them zero when they finish (a self-resetting work counter): launches on one stream
-    run in order and share them; concurrent streams get their own."""
-    key = (lib, str(getattr(like, "device", "")), current_stream(like), count)
-    a = _COUNTERS.get(key)
-    if a is None:
-        if len(_COUNTERS) >= 64:
-            _COUNTERS.clear()
-        if lib == "torch":
-            import torch
-            a = torch.zeros(count, dtype=torch.int32, device=like.device)    # on the current stream: ordered
-        elif lib == "cupy":
-            import cupy
-            a = cupy.zeros(count, np.int32)
-        else:
-            a = tylo.to_device(np.zeros(count, np.int32))
-        _COUNTERS[key] = a
-    return a
 
 
 @dataclass(frozen=True, eq=False)

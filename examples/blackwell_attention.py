@@ -60,6 +60,7 @@ the hazard checker) and from assembling for sm_100a with ptxas; no machine avail
 runs sm_100a, so none of it is hardware-validated, the device path included (its host side is tested
 without a GPU: tests/blackwell/test_blackwell_attention_device.py).
 """
+import functools
 import math
 from dataclasses import dataclass
 
@@ -668,24 +669,16 @@ def attention(q, k, v, causal=False, scale=None, cu_seqlens_q=None, cu_seqlens_k
     return o, lse
 
 
-_DEVICE = []
-
-
+@functools.cache
 def device_kernel():
     """``attention_fwd`` built for sm_100a whatever GPU 0 is (``prepare`` has checked the arrays' GPU), once."""
-    if not _DEVICE:
-        _DEVICE.append(tylo.jit(arch="sm_100a")(attention_fwd.fn))
-    return _DEVICE[0]
+    return tylo.jit(arch="sm_100a")(attention_fwd.fn)
 
 
-_INTERPRETED = []
-
-
+@functools.cache
 def interpreted():
     """``attention_fwd`` built for the interpreter (sm_100a), once."""
-    if not _INTERPRETED:
-        _INTERPRETED.append(tylo.jit(interpret=True, arch="sm_100a")(attention_fwd.fn))
-    return _INTERPRETED[0]
+    return tylo.jit(interpret=True, arch="sm_100a")(attention_fwd.fn)
 
 
 reference = host.reference      # the float64 (or low-precision) reference both attention examples check against

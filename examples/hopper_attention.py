@@ -46,6 +46,7 @@ Tiles (``tile_config``, measured on the H200): D = 64: 128 x 128 with two consum
 short sequences (keys <= 1k non-causal, <= 2k causal), else 192 x 128 (three consumers); D = 128:
 128 x 176 non-causal, 128 x 128 causal, pingpong; D = 256: 128 x 80 (pingpong when causal), O staged in Q.
 """
+import functools
 import math
 from dataclasses import dataclass
 
@@ -57,7 +58,9 @@ import tylo.lang.tma as tma
 import tylo.lang.wgmma as wg
 from tylo.layouts import Layout, permutedims, window
 from tylo.runtime import driver
-from tylo.runtime.arrays import array_fingerprint
+from tylo.runtime.arrays import array_fingerprint, describe_array
+from tylo.runtime.scratch import stream_scratch
+from tylo.runtime.streams import launch_stream
 
 try:
     from . import attention_host as host
@@ -618,13 +621,14 @@ def head_group(causal, seqlen_k, head_dim, itemsize, bh_pairs):
 
 
 def scheduler_counter(like, lib):
-    """The dynamic schedule's two int32 counters (next unit, CTAs done) for ``like``'s library, device and
-    current stream: zero before a launch, and the launch leaves them zero (its last CTA resets them), so
-    launches on one stream share them while launches on concurrent streams never do. numpy (the
-    interpreter): fresh zeros per call."""
+    """The dynamic schedule's two int32 counters (next unit, CTAs done) for ``like``'s device and the stream
+    the launch goes to (``tylo.runtime.scratch``): zero before a launch, and the launch leaves them zero (its
+    last CTA resets them), so launches on one stream share them while launches on concurrent streams never
+    do. numpy (the interpreter): fresh zeros per call."""
     if lib == "numpy":
         return np.zeros(2, np.int32)
-    return host.stream_counters(like, lib, 2)
+    return stream_scratch("hopper_attention.scheduler", 2, "i32", describe_array(like).device_ordinal,
+                          launch_stream(None, like))
 
 
 def prepare(q, k, v, causal=False, scale=None, cu_seqlens_q=None, cu_seqlens_k=None, max_seqlen_q=None,
@@ -699,19 +703,15 @@ def launch_key(q, k, v, causal, scale):
         return None
     try:
         # the stream too: the dynamic schedule's counters belong to one stream
-        return (lib, causal, scale, host.current_stream(q), *(array_fingerprint(x) for x in (q, k, v)))
+        return (lib, causal, scale, launch_stream(None, q), *(array_fingerprint(x) for x in (q, k, v)))
     except (TypeError, ValueError):
         return None
 
 
-_INTERPRETED = []
-
-
+@functools.cache
 def interpreted():
     """``attention_fwd`` built for the interpreter (sm_90a), once."""
-    if not _INTERPRETED:
-        _INTERPRETED.append(tylo.jit(interpret=True, arch="sm_90a")(attention_fwd.fn))
-    return _INTERPRETED[0]
+    return tylo.jit(interpret=True, arch="sm_90a")(attention_fwd.fn)
 
 
 reference = host.reference      # the float64 (or low-precision) reference both attention examples check against

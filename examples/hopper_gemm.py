@@ -44,6 +44,8 @@ from tylo.codegen.targets import resource_limits
 from tylo.lang.mma import zero_accumulator
 from tylo.runtime import driver
 from tylo.runtime.arrays import array_fingerprint
+from tylo.runtime.scratch import stream_scratch
+from tylo.runtime.streams import launch_stream
 
 BM, BN = 128, 256                # the default (large-shape) CTA tile: two consumer warpgroups of 64 x 256
 THREADS = 384                    # producer warpgroup + two consumer warpgroups
@@ -795,25 +797,6 @@ def operand_storage(x, name, shape, k_axis):
 INPUT_TYPES = {"bf16": tylo.bf16, "f8e4m3": tylo.f8e4m3, "f8e5m2": tylo.f8e5m2}
 
 
-_FIXUP_BUFFERS = {}
-_RETIRED = []       # buffers replaced by larger ones: a launch still queued may use them, so they stay alive
-
-
-def _fixup_buffer(kind, elems, device, stream):
-    """The fixup's f32 partial-tile workspace (``kind`` "ws") or its i32 arrival counters ("counters"), one
-    per (device, stream): launches on one stream run in order, and each leaves every counter at 0
-    again, so the counters are zeroed once, when allocated (grown on demand, never cleared per launch)."""
-    key = (kind, device, stream)
-    buf = _FIXUP_BUFFERS.get(key)
-    if buf is None or buf.shape[0] < elems:
-        if buf is not None:
-            _RETIRED.append(buf)
-        size = max(elems, 1 << 12)
-        buf = _FIXUP_BUFFERS[key] = (tylo.empty((size,), np.float32) if kind == "ws"
-                                     else tylo.zeros((size,), np.int32))
-    return buf
-
-
 def _output_row_stride(c, M, N):
     from tylo.runtime import describe_array
     info = describe_array(c)
@@ -854,7 +837,7 @@ def launch(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=None
     arrays (``array_fingerprint``: no full description) and launches."""
     _check_arguments(M, N, K, config)
     key = (array_fingerprint(c), array_fingerprint(a), array_fingerprint(b), M, N, K, stream,
-           stages, group_m, c_bufs, config, autotune)
+           launch_stream(stream, c), stages, group_m, c_bufs, config, autotune)
     run = _PREPARED.get(key)
     if run is None:
         if len(_PREPARED) >= 64:       # prepared launches keep their arrays alive
@@ -917,9 +900,10 @@ def prepare(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=Non
                          f"epilogue (direct=True); use the TMA epilogue")
     plan = schedule(config, mk, nk, K, dtype.itemsize, sms)
     grid = max(1, plan.grid)
-    device = _device_of(c)
-    ws = _fixup_buffer("ws", 2 * plan.workers * config.tm * config.tn, device, stream)
-    counters = _fixup_buffer("counters", plan.cut_tiles * config.consumers, device, stream)
+    # the fixup's partial tiles and arrival counters (left zero by every launch), per device and stream
+    device, on = _device_of(c), launch_stream(stream, c)
+    ws = stream_scratch("hopper_gemm.ws", 2 * plan.workers * config.tm * config.tn, "f32", device, on, zero=False)
+    counters = stream_scratch("hopper_gemm.counters", plan.cut_tiles * config.consumers, "i32", device, on)
     c_map = a_map if config.direct else _binding(C_TILE, c)
     # constexprs positionally: the JIT's fast path
     constexprs = config.constexprs(dtype, ka_mn, kb_mn)

@@ -288,20 +288,6 @@ def test_unit_order_groups_heads_longest_first(monkeypatch):
     assert ha.head_group(False, 512, 128, 2, 1024) == 1
 
 
-def test_stream_counters_are_per_stream(monkeypatch):
-    import attention_host as host
-    made = []
-    monkeypatch.setattr(host, "current_stream", lambda like: like.stream)
-    monkeypatch.setattr(host.tylo, "to_device", lambda a: made.append(a.copy()) or a.copy())
-
-    class Arr:                               # a tylo-like device array on a given stream
-        def __init__(self, stream):
-            self.stream = stream
-    a, b = host.stream_counters(Arr(7), "tylo", 2), host.stream_counters(Arr(9), "tylo", 2)
-    assert a is not b and host.stream_counters(Arr(7), "tylo", 2) is a
-    assert len(made) == 2 and all((m == 0).all() and m.dtype == np.int32 and m.shape == (2,) for m in made)
-
-
 @pytest.mark.slow
 def test_interpreter_tma_store_epilogue_clips_at_each_ragged_end():
     # batched D = 64: O leaves through shared memory and TMA stores of the (batch, seqlen, heads * D) map;

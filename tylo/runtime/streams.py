@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import threading
 
-__all__ = ["stream_handle", "stream_resolver", "current_stream_getter"]
+__all__ = ["stream_handle", "stream_resolver", "current_stream_getter", "launch_stream"]
 
 _resolvers: dict[type, object] = {}
 _lock = threading.Lock()
@@ -139,3 +139,12 @@ def current_stream_getter(array_type: type):
         if cupy is not None and isinstance(array_type, type) and issubclass(array_type, cupy.ndarray):
             return _cupy_current_stream_getter(cupy)
     return None
+
+
+def launch_stream(stream, like) -> int:
+    """The raw handle of the stream a launch goes to (module doc): ``stream`` when given, else the current
+    stream of ``like``'s framework (torch, cupy), else 0."""
+    if stream is not None:
+        return stream_handle(stream)
+    getter = current_stream_getter(type(like))
+    return int(getter()) if getter is not None else 0
