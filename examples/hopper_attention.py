@@ -44,7 +44,8 @@ in L2; the last CTA to run out resets the counter).
 
 Tiles (``tile_config``, measured on the H200): D = 64: 128 x 128 with two consumers and pingpong for
 short sequences (keys <= 1k non-causal, <= 2k causal), else 192 x 128 (three consumers); D = 128:
-128 x 176 non-causal, 128 x 128 causal, pingpong; D = 256: 128 x 80 (pingpong when causal), O staged in Q.
+128 x 176 non-causal (128 x 128 for keys <= 1k), 128 x 128 causal, pingpong; D = 256: 128 x 80
+(pingpong when causal), O staged in Q.
 """
 import functools
 import math
@@ -133,7 +134,8 @@ def tile_config(head_dim, causal, seqlen_k=None):
 TILE_OVERRIDES = {}        # (head_dim, causal) -> TileConfig, for tuning runs
 # (head_dim, causal) -> (longest seqlen_k, TileConfig) for short sequences (measured: docs/attention.md)
 SHORT_TILES = {(64, False): (1024, TileConfig(128, 2, 2, pingpong=True)),
-               (64, True): (2048, TileConfig(128, 2, 2, pingpong=True))}
+               (64, True): (2048, TileConfig(128, 2, 2, pingpong=True)),
+               (128, False): (1024, TileConfig(128, 2, 2, pingpong=True))}
 
 # causal -> how CTAs take work units (measured: docs/attention.md):
 #   "static": one CTA per SM walks units x, x + grid, ... (non-causal: equal units, so it balances);

@@ -229,7 +229,8 @@ def test_tile_configs():
     # short sequences: 128-row Q tiles with two consumers taking turns (D = 64), by the longest key sequence
     assert ha.tile_config(64, True, 2048) == ha.TileConfig(128, 2, 2, pingpong=True)
     assert ha.tile_config(64, True, 2049).bm == 192 and ha.tile_config(64, False, 2048).bm == 192
-    assert ha.tile_config(64, False, 1024).bm == 128 and ha.tile_config(128, False, 512).bn == 176
+    assert ha.tile_config(64, False, 1024).bm == 128 and ha.tile_config(128, False, 2048).bn == 176
+    assert ha.tile_config(128, False, 1024) == ha.TileConfig(128, 2, 2, pingpong=True)   # D = 128 short keys
     with pytest.raises(ValueError, match="pingpong takes two consumer warpgroups"):
         ha.TileConfig(128, 2, 3, pingpong=True)
 

@@ -743,6 +743,25 @@ static PyObject *Dispatcher_set_stream_getter(PyObject *op, PyObject *v) {
     Py_RETURN_NONE;
 }
 
+/* The key part parameter ``index`` had in the last fast launch (borrowed), or NULL. A part equal to
+ * it is reused rather than made again, so a repeated launch compares its key by identity alone. */
+static PyObject *last_part(Dispatcher *self, Py_ssize_t index) {
+    PyObject *key = self->last_key;
+    if (!key || PyTuple_Size(key) != self->n + 1) return NULL;
+    return PyTuple_GetItem(key, index + 1);    /* after the block shape */
+}
+
+/* ``(a, b)`` as a key part: the last launch's part when it holds these very objects, else a new tuple */
+static PyObject *pair_part(Dispatcher *self, Py_ssize_t index, PyObject *a, PyObject *b) {
+    PyObject *last = last_part(self, index);
+    if (last && PyTuple_CheckExact(last) && PyTuple_Size(last) == 2 && PyTuple_GetItem(last, 0) == a &&
+        PyTuple_GetItem(last, 1) == b) {
+        Py_INCREF(last);
+        return last;
+    }
+    return PyTuple_Pack(2, a, b);
+}
+
 /* 1: part and value made (value may be NULL: none); 0: not handled here (slow path); -1: error.
  * ``p`` is a copy of the parameter's state whose ``data`` (which owns the borrowed fields) the
  * caller holds: Python code run here (getattr, a classifier) may call set_param meanwhile. */
@@ -769,7 +788,7 @@ static int classify(Dispatcher *self, Param *p, PyObject *v, PyObject **part, Py
         *value = v;
         return 1;
     case P_CONSTEXPR:
-        *part = PyTuple_Pack(2, str_c, v);
+        *part = pair_part(self, p->index, str_c, v);
         return *part ? 1 : -1;
     case P_ATTR_ARRAY: {
         if (p->check_name) {
@@ -790,7 +809,7 @@ static int classify(Dispatcher *self, Param *p, PyObject *v, PyObject **part, Py
         if (p->want && PyUnicode_Compare(name, p->want) != 0) { PyErr_Clear(); Py_DECREF(ptr); return 0; }
         unsigned long long a = PyLong_AsUnsignedLongLong(ptr);
         if (a == (unsigned long long)-1 && PyErr_Occurred()) { PyErr_Clear(); Py_DECREF(ptr); return 0; }
-        *part = PyTuple_Pack(2, name, (a & 15) == 0 ? Py_True : Py_False);
+        *part = pair_part(self, p->index, name, (a & 15) == 0 ? Py_True : Py_False);
         if (!*part) { Py_DECREF(ptr); return -1; }
         *value = ptr;
         return 1;

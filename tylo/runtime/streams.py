@@ -141,10 +141,17 @@ def current_stream_getter(array_type: type):
     return None
 
 
+_launch_getters: dict = {}     # array type -> current_stream_getter(type): launch_stream runs per launch
+
+
 def launch_stream(stream, like) -> int:
     """The raw handle of the stream a launch goes to (module doc): ``stream`` when given, else the current
     stream of ``like``'s framework (torch, cupy), else 0."""
     if stream is not None:
         return stream_handle(stream)
-    getter = current_stream_getter(type(like))
+    t = type(like)
+    try:
+        getter = _launch_getters[t]
+    except KeyError:
+        getter = _launch_getters[t] = current_stream_getter(t)
     return int(getter()) if getter is not None else 0

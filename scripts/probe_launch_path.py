@@ -1,0 +1,81 @@
+"""Where the host time of a cached ``hopper_gemm.launch`` goes: each piece of the call timed alone
+(median of batches, the GPU drained between batches), next to torch.matmul on the same tensors."""
+import os
+import statistics
+import sys
+import time
+
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "examples"))
+import hopper_gemm as hg  # noqa: E402
+
+from tylo.runtime.arrays import array_fingerprint  # noqa: E402
+from tylo.runtime.streams import launch_stream  # noqa: E402
+
+
+def timed(call, batch=256, repeat=40):
+    for _ in range(batch):
+        call()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        for _ in range(batch):
+            call()
+        times.append((time.perf_counter() - t) / batch)
+        torch.cuda.synchronize()
+    return statistics.median(times) * 1e6
+
+
+M = N = K = 256
+a = torch.randn(M, K, device="cuda").bfloat16()
+b = torch.randn(K, N, device="cuda").bfloat16()
+c = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+hg.launch(c, a, b, M, N, K)
+run = next(iter(hg._PREPARED.values()))
+key = next(iter(hg._PREPARED))
+rows = [
+    ("torch.matmul", lambda: torch.matmul(a, b)),
+    ("hopper_gemm.launch", lambda: hg.launch(c, a, b, M, N, K)),
+    ("prepared run() alone", run),
+    ("_check_arguments", lambda: hg._check_arguments(M, N, K, None)),
+    ("array_fingerprint x3", lambda: (array_fingerprint(c), array_fingerprint(a), array_fingerprint(b))),
+    ("launch_stream(None, c)", lambda: launch_stream(None, c)),
+    ("_PREPARED.get(key)", lambda: hg._PREPARED.get(key)),
+    ("hash(key)", lambda: hash(key)),
+]
+for label, call in rows:
+    print(f"{label:28s} {timed(call):8.2f} us", flush=True)
+print("key:", key)
+
+# the generic launch path (a 4-parameter kernel), by argument kind and stream source
+import tylo  # noqa: E402
+
+
+@tylo.jit
+def vadd(out, x, y, n):
+    i = tylo.block_idx.x * tylo.block_dim.x + tylo.thread_idx.x
+    if i < n:
+        out[i] = x[i] + y[i]
+
+
+ns = 4096
+xs, ys = torch.randn(ns, device="cuda"), torch.randn(ns, device="cuda")
+outs = torch.empty_like(xs)
+dx, dy, dout = (tylo.to_device(t.cpu().numpy()) for t in (xs, ys, outs))
+bound = vadd[(ns + 255) // 256, 256]
+bound(outs, xs, ys, ns)
+bound(dout, dx, dy, ns)
+torch.cuda.synchronize()
+rows = [
+    ("vadd(torch tensors)", lambda: bound(outs, xs, ys, ns)),
+    ("vadd(torch tensors, stream=0)", lambda: bound(outs, xs, ys, ns, stream=0)),
+    ("vadd(DeviceArrays)", lambda: bound(dout, dx, dy, ns)),
+    ("vadd(DeviceArrays, stream=0)", lambda: bound(dout, dx, dy, ns, stream=0)),
+    ("3 x (is_cuda, data_ptr(), dtype)", lambda: [(t.is_cuda, t.data_ptr(), t.dtype) for t in (outs, xs, ys)]),
+    ("torch current raw stream", lambda: torch._C._cuda_getCurrentRawStream(torch._C._cuda_getDevice())),
+]
+for label, call in rows:
+    print(f"{label:34s} {timed(call):8.2f} us", flush=True)
