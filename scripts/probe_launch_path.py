@@ -1,9 +1,9 @@
 """Where the host time of a cached ``hopper_gemm.launch`` goes: each piece of the call timed alone
-(median of batches, the GPU drained between batches), next to torch.matmul on the same tensors."""
+(median of batches, the GPU drained between batches), next to torch.matmul on the same tensors; then a
+4-parameter kernel's launch by argument kind (torch tensors, DeviceArrays) and stream source."""
 import os
-import statistics
 import sys
-import time
+import time  # noqa: F401 (TIMING uses it)
 
 import torch
 
@@ -14,19 +14,14 @@ import hopper_gemm as hg  # noqa: E402
 from tylo.runtime.arrays import array_fingerprint  # noqa: E402
 from tylo.runtime.streams import launch_stream  # noqa: E402
 
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+from jit_overhead import TIMING  # noqa: E402
 
-def timed(call, batch=256, repeat=40):
-    for _ in range(batch):
-        call()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        for _ in range(batch):
-            call()
-        times.append((time.perf_counter() - t) / batch)
-        torch.cuda.synchronize()
-    return statistics.median(times) * 1e6
+exec(TIMING)        # timed(call, batch, repeat): jit_overhead's host-time loop (median seconds per call)
+
+
+def us(call):
+    return timed(call, 256, 40) * 1e6  # noqa: F821 (defined by TIMING)
 
 
 M = N = K = 256
@@ -47,7 +42,7 @@ rows = [
     ("hash(key)", lambda: hash(key)),
 ]
 for label, call in rows:
-    print(f"{label:28s} {timed(call):8.2f} us", flush=True)
+    print(f"{label:28s} {us(call):8.2f} us", flush=True)
 print("key:", key)
 
 # the generic launch path (a 4-parameter kernel), by argument kind and stream source
@@ -78,4 +73,4 @@ rows = [
     ("torch current raw stream", lambda: torch._C._cuda_getCurrentRawStream(torch._C._cuda_getDevice())),
 ]
 for label, call in rows:
-    print(f"{label:34s} {timed(call):8.2f} us", flush=True)
+    print(f"{label:34s} {us(call):8.2f} us", flush=True)
