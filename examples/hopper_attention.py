@@ -27,8 +27,9 @@ in L2; the last CTA to run out resets the counter).
   side by side in shared memory.
 * warpgroups 1..CONSUMERS -- the consumers (``setmaxnreg_inc``), 64 query rows each: S = Q K^T by
   WGMMA from shared memory (both K-major, K = head_dim in one plan), the mask from
-  ``fragment_coords`` on blocks that cross a row's key limit (key bound, bottom-right causal), the
-  online softmax in the exp2 domain with the scale folded into one fma (``online_softmax_update_exp2``:
+  ``fragment_coords`` on blocks that cross a row's key limit (the key bound, or causal the bottom-right
+  diagonal, which implies it for the sequence's rows), the online softmax in the exp2 domain with the
+  scale folded into one fma (``online_softmax_update_exp2``:
   the row sum stays a per-thread partial until the end), P packed to bf16/f16 in registers as the A
   operand of O += P V (V read MN-major: ``permutedims`` of its (keys, head_dim) tile, K = the key
   block). Intra-warpgroup overlap: S of block j+1 is issued before P V of block j, and the wait
@@ -173,14 +174,21 @@ def v_operand(PLAN: tylo.constexpr, v_map, base, s, BN: tylo.constexpr, D: tylo.
 
 @tylo.func
 def mask_block(sc, n0, seqlen_k, diag, wg_limit, BN: tylo.constexpr, CAUSAL: tylo.constexpr):
-    """-inf for keys past seqlen_k and (causal) keys after row + diag; only blocks that cross the smallest
-    limit of the warpgroup's rows (``wg_limit``) pay for it (a warpgroup-uniform branch)."""
+    """-inf for keys past seqlen_k (non-causal) or after row + diag (causal); only blocks that cross the
+    smallest limit of the warpgroup's rows (``wg_limit``) pay for it (a warpgroup-uniform branch).
+
+    Causal tests the diagonal alone: for every row inside the sequence (row < seqlen_q) row + diag <=
+    seqlen_k - 1, so it masks every key past seqlen_k too; rows past the sequence's end (never stored) may
+    see more keys. One comparison per score, and none that is the same in every unit: with both, LLVM
+    hoisted block 0's ``cols < seq_k`` (batched calls: loop-invariant) out of the unit loop and ptxas
+    spilled one of those predicates at D = 256 causal with O staged in Q."""
     if n0 + BN > wg_limit:
         rows, cols = tylo.fragment_coords(sc)       # computed here: coordinates held across the loop cost registers
         keys = cols + n0
-        sc = tylo.where(keys < seqlen_k, sc, NEG_INF)
         if CAUSAL:
             sc = tylo.where(keys <= rows + diag, sc, NEG_INF)
+        else:
+            sc = tylo.where(keys < seqlen_k, sc, NEG_INF)
     return sc
 
 
