@@ -665,7 +665,7 @@ def estimate_seconds(cfg, M, N, K, itemsize, sms):
     step_bytes = (cfg.tm + cfg.tn) * bk * itemsize
     memory = step_bytes / min(SM_BYTES_S, cfg.stages * step_bytes / MEM_LATENCY_S)
     # every consumer's WGMMAs read its 64-row A slice and the whole B tile from shared memory: measured,
-    # 128 x 256, 128 x 128 and 128 x 64 tiles run at the same ~130 GB/s of these reads per SM
+    # 128 x 128 and 128 x 64 tiles run at about the same 130-140 GB/s of these reads per SM
     smem = cfg.consumers * (64 + cfg.tn) * bk * itemsize / SMEM_READ_BYTES_S
     padding = ((num_m * cfg.tm - mk) * num_n + (num_n * cfg.tn - nk) * num_m) * K * itemsize
     hbm_per_tile = ((mk * K + nk * K) * itemsize + padding + mk * nk * 2) / plan.tiles / HBM_BYTES_S
@@ -725,7 +725,7 @@ def choose_config(M, N, K, dtype=tylo.bf16, sms=132, a_k_major=True, b_k_major=F
     """A good configuration without tuning: the candidate with the least estimate (``estimate_seconds``;
     stream-K aside: measured slower, it is left to ``autotune``), each candidate but the default 128 x 256
     tile charged 3% (6% for a split-K candidate with 128-row tiles, whose fixup the model underestimates:
-    measured 6-11 us a piece against its 3-4), so the default wins near ties. The charge is a fixed factor
+    a 128 x 256 piece measured 4-11 us against its 4), so the default wins near ties. The charge is a fixed factor
     per candidate: the pick does not depend on the candidates' order, up to ties closer than
     ``EXACT_TIE``, which keep the earlier (simpler) candidate. (Before session 6 a candidate had to be 3%
     better than the best so far, which kept the first of two near-equal candidates even when a later

@@ -108,9 +108,11 @@ def main():
     case("pitch 4000 (K 2000)", 3000, 5000, 2000)
     case("pitch 4016 (K 2008)", 3000, 5000, 2008)
     case("pitch 4096 (K 2048)", 3000, 5000, 2048)
+    # one logical K (2008) at pitches aligned to 16 (above), 32, 64 and 128 bytes
+    case("K 2008, pitch 4064 (32)", 3000, 5000, 2008, a_pitch=2032, b_pitch=2032)
+    case("K 2008, pitch 4032 (64)", 3000, 5000, 2008, a_pitch=2016, b_pitch=2016)
     case("K 2008, pitch 4096", 3000, 5000, 2008, a_pitch=2048, b_pitch=2048)
     case("K 2000, pitch 4096", 3000, 5000, 2000, a_pitch=2048, b_pitch=2048)
-    case("K 2000, pitch 4032 (64)", 3000, 5000, 2000, a_pitch=2016, b_pitch=2016)
     case("K 2008, A only 4096", 3000, 5000, 2008, a_pitch=2048)
     case("K 2008, B only 4096", 3000, 5000, 2008, b_pitch=2048)
     # M
