@@ -118,3 +118,20 @@ def test_choose_config_ignores_candidate_order(monkeypatch):
         picked = hg.choose_config.__wrapped__(*s, tylo.bf16, SMS, True, False)
         # equal, or a tie (within the tolerance) of two candidates' charged estimates
         assert picked == forward[s] or abs(charged(picked, M, N, K) / charged(forward[s], M, N, K) - 1) < 0.006, s
+
+
+def test_benchmark_prints_the_picks_without_a_gpu(capsys):
+    # benchmarks/gemm.py --picks: the before / after listing of the heuristic (no torch, no GPU)
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "benchmarks"))
+    import gemm
+    argv = sys.argv
+    sys.argv = ["gemm.py", "--kernel", "hopper", "--shapes", "128x14336x4096,512x28672x8192", "--layouts", "rc,rr",
+                "--picks", "132"]
+    try:
+        gemm.main()
+    finally:
+        sys.argv = argv
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(" (")[0] for line in lines] == [
+        "128x14336x4096 rc: 64x256 s5", "128x14336x4096 rr: 64x256 s5",
+        "512x28672x8192 rc: 128x256 s4", "512x28672x8192 rr: 128x256 s4"]
