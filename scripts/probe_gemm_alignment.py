@@ -59,7 +59,16 @@ def reset(promo=2, align=False):
     hg._PREPARED.clear()
 
 
-def case(label, M, N, K, lay="rc", a_pitch=None, b_pitch=None, c_pitch=None, config=DEFAULT, promo=2, align=False):
+def case(label, *args, **kwargs):
+    """One timed case (``timed_case``); a failure is printed and the probe goes on."""
+    try:
+        timed_case(label, *args, **kwargs)
+    except Exception as e:  # noqa: BLE001 (one run on a lent GPU: report and continue)
+        print(f"{label:<26} FAILED: {type(e).__name__}: {str(e)[:200]}", flush=True)
+
+
+def timed_case(label, M, N, K, lay="rc", a_pitch=None, b_pitch=None, c_pitch=None, config=DEFAULT, promo=2,
+               align=False):
     gen = torch.Generator(device="cuda").manual_seed(M * 7 + N * 3 + K)
     a = stored(M, K, a_pitch, gen)
     b = stored(N, K, b_pitch, gen).T if lay[1] == "c" else stored(K, N, b_pitch, gen)
@@ -96,7 +105,11 @@ def copy_alone(M, N, K):
     def both():
         pa.copy_(a)
         pb.copy_(b)
-    ms = bench(both, torch, reps=7)
+    try:
+        ms = bench(both, torch, reps=7)
+    except Exception as e:  # noqa: BLE001
+        print(f"copy alone FAILED: {type(e).__name__}: {e}", flush=True)
+        return
     print(f"{'copy alone':<26} {M}x{N}x{K} A and B into {hg.aligned_pitch(K, 2) * 2}-byte rows: {ms * 1e3:.1f} us",
           flush=True)
 
