@@ -2,7 +2,7 @@
 
     python benchmarks/gemm.py [--kernel warp-mma|hopper] [--shapes 4096,8192,8192x8192x1024]
                               [--suite issue|llm|llm-small|ragged|losers] [--layouts rr,rc] [--plot gemm.png]
-                              [--baseline] [--sweep N]
+                              [--baseline] [--sweep N] [--picks SMS]
 
 ``--suite``: a named shape list instead of ``--shapes``: ``issue`` (the table of issue 14), ``llm``
 (LLM projections: M in 1, 16, 64, 128, 256, 512, 2048, 8192 times N x K in 4096x4096, 14336x4096,
@@ -10,8 +10,9 @@
 it), ``ragged``, ``losers`` (the shapes below 0.9x cuBLAS in session 3, and the large squares).
 ``--baseline`` (hopper) adds a column for the fixed 128 x 256 configuration (the GEMM before the small-
 shape configurations), ``--sweep N`` also times the N configurations the cost model ranks best for each
-shape (to check the heuristic). The geometric mean and minimum of the tylo / cuBLAS ratios end the
-table.
+shape (to check the heuristic); ``--picks 132`` only prints the heuristic's pick and estimate for each
+shape and layout on 132 SMs (CPU, no GPU: to compare the heuristic before and after a change). The
+geometric mean and minimum of the tylo / cuBLAS ratios end the table.
 
 A shape is ``n`` (n x n x n) or ``MxNxK``. A layout names A's and B's storage: ``r`` row-major,
 ``c`` column-major (a transposed view; no copy). Each result is first checked against a float64
@@ -237,6 +238,17 @@ def sweep(hg, launch, c, a, b, M, N, K, lay, fp8, count, torch, extra=()):
               flush=True)
 
 
+def print_picks(shapes, layouts, dtype, sms):
+    """``--picks``: the heuristic's configuration and estimate per shape and layout (CPU only)."""
+    import hopper_gemm as hg
+    itype = hg.INPUT_TYPES["f8e4m3" if dtype == "fp8" else "bf16"]
+    for M, N, K in shapes:
+        for lay in layouts:
+            cfg = hg.choose_config(M, N, K, itype, sms, lay[0] == "r", lay[1] == "c")
+            us = hg.estimate_seconds(cfg, M, N, K, itype.itemsize, sms) * 1e6
+            print(f"{M}x{N}x{K} {lay}: {describe_config(cfg)} ({us:.1f} us)")
+
+
 def plot(rows, kernel, path, with_triton, dtype="bf16"):
     try:
         import matplotlib
@@ -280,10 +292,17 @@ def main():
     ap.add_argument("--dtype", default="bf16", choices=["bf16", "fp8"],
                     help="fp8: e4m3 inputs (A row-major, B column-major), bf16 out, against torch._scaled_mm")
     ap.add_argument("--plot", default=None, help="PNG path (default: gemm_<kernel>.png when matplotlib imports)")
+    ap.add_argument("--picks", type=int, default=0, metavar="SMS",
+                    help="hopper: print choose_config's pick and estimate for every shape and layout on a GPU of "
+                         "SMS SMs (132: H200) and exit; no GPU needed")
     args = ap.parse_args()
     layouts = args.layouts.split(",")
     if any(len(lay) != 2 or set(lay) - {"r", "c"} for lay in layouts):
         raise SystemExit(f"gemm.py: layouts are pairs of r/c, got {args.layouts!r}")
+    if args.picks:
+        print_picks(SUITES[args.suite] if args.suite else [parse_shape(t) for t in args.shapes.split(",")], layouts,
+                    args.dtype, args.picks)
+        return
     import torch
 
     fp8 = args.dtype == "fp8"

@@ -31,6 +31,7 @@
   consumers of both CTAs released it (``mbarrier_arrive_cluster``). Not chosen by the heuristic yet.
 """
 import functools
+import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -627,12 +628,19 @@ LAUNCH_S = 3e-6                 # a launch's start, first loads and tail, whatev
 UNIT_OVERHEAD_S = 1.5e-6        # a tile piece's prologue / epilogue latency not hidden by the pipeline
 FIXUP_S = 2.5e-6                # a cut piece's partial store, fences, arrival count and barriers (measured)
 L2_LATENCY_S = 0.3e-6           # one round of the fixup's partial loads (a load-then-add loop paid it per partial)
+NEAR_TIE, NEAR_TIE_FIXUP = 0.97, 0.94     # choose_config's charge on candidates other than the default
+EXACT_TIE = 0.995               # estimates closer than this keep the earlier (simpler) candidate
+WGMMA_FIXED_CLOCKS = {2: 18, 1: 39}     # per m64nNk16 WGMMA and consumer count (_tensor_efficiency)
+SMEM_READ_BYTES_S = 138e9       # one SM's shared-memory reads of WGMMA operands (fitted: 128 x 64 and 128 x 128 tiles)
 
 
 def _tensor_efficiency(consumers, tn):
-    """Fraction of an SM's tensor peak a CTA reaches: two consumer warpgroups hide each other's
-    issue and wait latency; narrow WGMMAs (small n) are issue-bound."""
-    return (0.88 if consumers == 2 else 0.62) * min(1.0, max(tn, 32) / 128)
+    """Fraction of an SM's tensor peak a CTA reaches: an ``m64n{tn}k16`` WGMMA runs ``tn / 2`` clocks at
+    peak plus a fixed cost per instruction (issue, wait), which a second consumer warpgroup partly
+    hides; narrow WGMMAs pay it over less work. Fitted to the session 6 sweep: 128 x 256 tiles reach
+    0.88 of peak, 128 x 128 0.78 (measured 0.77-0.80; the earlier ``min(1, tn / 128)`` gave them 0.88,
+    so the model ranked 128 x 128 above 128 x 256 at 512x28672x8192), 64 x 128 0.62."""
+    return (tn / 2) / (tn / 2 + WGMMA_FIXED_CLOCKS[consumers])
 
 
 def estimate_seconds(cfg, M, N, K, itemsize, sms):
@@ -640,9 +648,11 @@ def estimate_seconds(cfg, M, N, K, itemsize, sms):
     ``schedule``, each bound by its tensor work or its operand traffic (at one SM's L2 rate, or less
     when the ring's bytes in flight cannot cover the memory latency), plus a fixed cost per tile piece;
     for tiles cut between workers, a fixed cost per cut piece (partial store, fences, arrival) and the
-    last arriver's reads of all of the tile's partials; the whole bound by HBM traffic, where the rows
-    TMA zero-fills past M and N count as traffic (measured: they cost like loads); plus the register
-    epilogue's stores and a launch's fixed cost."""
+    last arriver's reads of all of the tile's partials. A K step is also bound by the consumers' WGMMA
+    operand reads from shared memory (each reads the whole B tile: 128 x 64 tiles pay it). Whole tiles
+    run in waves of one tile per CTA; each wave is bound by its share of the HBM traffic, where the rows
+    TMA zero-fills past M and N count as traffic (measured: they cost like loads), and so is the cut
+    tiles' part; plus the register epilogue's stores and a launch's fixed cost."""
     mk, nk = (N, M) if cfg.swap_ab else (M, N)
     bk = 128 // itemsize
     try:
@@ -654,22 +664,31 @@ def estimate_seconds(cfg, M, N, K, itemsize, sms):
     compute = 2.0 * cfg.tm * cfg.tn * bk / (peak_sm * _tensor_efficiency(cfg.consumers, cfg.tn))
     step_bytes = (cfg.tm + cfg.tn) * bk * itemsize
     memory = step_bytes / min(SM_BYTES_S, cfg.stages * step_bytes / MEM_LATENCY_S)
-    dp_units = -(-plan.dp_tiles // plan.job_slots)
-    steps, pieces, fixup = dp_units * plan.ktiles, dp_units, 0.0
+    # every consumer's WGMMAs read its 64-row A slice and the whole B tile from shared memory: measured,
+    # 128 x 128 and 128 x 64 tiles run at about the same 130-140 GB/s of these reads per SM
+    smem = cfg.consumers * (64 + cfg.tn) * bk * itemsize / SMEM_READ_BYTES_S
+    padding = ((num_m * cfg.tm - mk) * num_n + (num_n * cfg.tn - nk) * num_m) * K * itemsize
+    hbm_per_tile = ((mk * K + nk * K) * itemsize + padding + mk * nk * 2) / plan.tiles / HBM_BYTES_S
+    # whole tiles run in waves of ``job_slots``: each wave takes its busiest CTA's time or its share of
+    # the HBM traffic, whichever is longer (a last, partial wave leaves bandwidth unused that a
+    # whole-run bound would count)
+    t = 0.0
+    step = max(compute, memory, smem)
+    for wave in range(-(-plan.dp_tiles // plan.job_slots)):     # (with clusters a job and plan.tiles count groups)
+        jobs_in_wave = min(plan.job_slots, plan.dp_tiles - wave * plan.job_slots)
+        t += max(plan.ktiles * step + UNIT_OVERHEAD_S, jobs_in_wave * hbm_per_tile)
     if plan.workers:
         jobs = -(-plan.workers // plan.grid)                  # workers per CTA
         share = -(-plan.sk_iters // plan.workers)             # K steps per worker
         per_tile = min(-(-plan.ktiles // max(1, plan.sk_iters // plan.workers)) + 1, plan.workers)
         cut = 1 if cfg.split_k > 1 else 2                     # a stream-K worker's first and last pieces
-        steps += jobs * share
-        pieces += jobs * (-(-share // plan.ktiles) + 1)
+        pieces = jobs * (-(-share // plan.ktiles) + 1)
         tile_bytes = 4.0 * cfg.tm * cfg.tn
         loads = -(-(per_tile - 1) // reduction_unroll(cfg.tn, cfg.consumers)) + 1      # rounds of L2 latency
         fixup = (jobs * cut * (FIXUP_S + tile_bytes / SM_BYTES_S) + per_tile * tile_bytes / SM_BYTES_S
                  + loads * L2_LATENCY_S)
-    padding = ((num_m * cfg.tm - mk) * num_n + (num_n * cfg.tn - nk) * num_m) * K * itemsize
-    hbm = (mk * K + nk * K) * itemsize + padding + mk * nk * 2
-    t = max(steps * max(compute, memory) + pieces * UNIT_OVERHEAD_S + fixup, hbm / HBM_BYTES_S) + LAUNCH_S
+        t += max(jobs * share * step + pieces * UNIT_OVERHEAD_S + fixup, plan.cut_tiles * hbm_per_tile)
+    t += LAUNCH_S
     if cfg.direct:
         t += mk * nk / DIRECT_STORES_S
     return t
@@ -703,19 +722,23 @@ def candidate_configs(M, N, K, dtype=tylo.bf16, a_k_major=True, b_k_major=False)
 
 @functools.lru_cache(maxsize=4096)
 def choose_config(M, N, K, dtype=tylo.bf16, sms=132, a_k_major=True, b_k_major=False):
-    """A good configuration without tuning: the default 128 x 256 tile when it fills the GPU, else the
-    candidate the cost model (``estimate_seconds``) says is fastest (stream-K aside: measured slower, it
-    is left to ``autotune``), preferring the default, then fewer splits, on near ties (within 3%; 6% for
-    a split-K candidate, whose fixup the model knows less well: measured, it underestimates it for
-    128-row tiles)."""
+    """A good configuration without tuning: the candidate with the least estimate (``estimate_seconds``;
+    stream-K aside: measured slower, it is left to ``autotune``), each candidate but the default 128 x 256
+    tile charged 3% (6% for a split-K candidate with 128-row tiles, whose fixup the model underestimates:
+    a 128 x 256 piece measured 4-11 us against its 4), so the default wins near ties. The charge is a fixed factor
+    per candidate: the pick does not depend on the candidates' order, up to ties closer than
+    ``EXACT_TIE``, which keep the earlier (simpler) candidate. (Before session 6 a candidate had to be 3%
+    better than the best so far, which kept the first of two near-equal candidates even when a later
+    one was faster: 64 x 128 over 64 x 256 at 128x14336x4096.)"""
     itemsize = dtype.itemsize
     default = GemmConfig(direct=N % 8 != 0)
     best, best_t = default, estimate_seconds(default, M, N, K, itemsize, sms)
     for cfg in candidate_configs(M, N, K, dtype, a_k_major, b_k_major):
         if cfg.stream_k:
             continue    # measured slower than the model's next pick wherever timed (docs/hopper.md): autotune only
-        t = estimate_seconds(cfg, M, N, K, itemsize, sms)
-        if t < best_t * (0.94 if cfg.fixup else 0.97):
+        charge = NEAR_TIE_FIXUP if cfg.fixup and cfg.consumers == 2 else NEAR_TIE
+        t = estimate_seconds(cfg, M, N, K, itemsize, sms) / charge
+        if t < best_t * EXACT_TIE:
             best, best_t = cfg, t
     return best
 
@@ -796,6 +819,35 @@ def operand_storage(x, name, shape, k_axis):
 
 INPUT_TYPES = {"bf16": tylo.bf16, "f8e4m3": tylo.f8e4m3, "f8e5m2": tylo.f8e5m2}
 
+# Experimental (off by default; docs/hopper.md "Operand rows not 128-byte aligned"): copy each torch operand
+# whose row pitch is not a multiple of ALIGN_ROW_BYTES into a buffer whose pitch is, on every launch, and
+# load the copy. Set TYLO_GEMM_ALIGN_ROWS=1 (or this attribute, before the first launch of a shape) to A/B it:
+# the H200 ran K = 2008 (4016-byte rows) at 0.75x cuBLAS where K = 2000 (4000-byte rows) ran at 0.92x.
+# Launches are memoised per arrays and shape: clear _PREPARED after flipping it. Only with stream=None.
+ALIGN_ROWS = os.environ.get("TYLO_GEMM_ALIGN_ROWS", "0") not in ("", "0")
+ALIGN_ROW_BYTES = 128
+
+
+def aligned_pitch(cols, itemsize):
+    """The least row pitch (elements) of at least ``cols`` elements that is a multiple of ALIGN_ROW_BYTES."""
+    per_row = ALIGN_ROW_BYTES // itemsize
+    return -(-cols // per_row) * per_row
+
+
+def aligned_rows(store, where, itemsize):
+    """``(store, where, copy)``: ``store`` unchanged (``copy`` None) when its rows are ALIGN_ROW_BYTES-aligned
+    or it is not a torch tensor; else a (rows, cols) view of a new buffer with an aligned pitch, its
+    (pointer, shape, strides), and the function that copies ``store`` into it (run before each launch)."""
+    rows, cols = where[1]
+    if where[2][0] * itemsize % ALIGN_ROW_BYTES == 0 or rows == 1 or not type(store).__module__.startswith("torch"):
+        return store, where, None
+    padded = store.new_empty((rows, aligned_pitch(cols, itemsize)))[:, :cols]
+    src = store
+
+    def copy():
+        padded.copy_(src)
+    return padded, (padded.data_ptr(), (rows, cols), tuple(padded.stride())), copy
+
 
 def _output_row_stride(c, M, N):
     from tylo.runtime import describe_array
@@ -870,6 +922,11 @@ def prepare(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=Non
     b_store, b_mn, b_dtype, b_where = operand_storage(b, "B", (K, N), 0)
     if b_dtype != dtype:
         raise ValueError(f"hopper_gemm: A holds {dtype} and B {b_dtype}; both must have one type")
+    copies = []
+    if ALIGN_ROWS and stream is None:      # the copies run on torch's current stream, where the launch goes
+        a_store, a_where, a_copy = aligned_rows(a_store, a_where, dtype.itemsize)
+        b_store, b_where, b_copy = aligned_rows(b_store, b_where, dtype.itemsize)
+        copies = [f for f in (a_copy, b_copy) if f is not None]
     sms = driver.sm_count()
     if config is None:
         if (stages, group_m, c_bufs) != (None, None, None):
@@ -926,6 +983,14 @@ def prepare(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=Non
         gemm(c_map, a_map, b_map, c, ws, counters, mk, nk, K, ld_row, ld_col, dp_tiles, workers, *constexprs,
              stream=stream)
         return config
+
+    if copies:
+        def run():      # noqa: F811 (ALIGN_ROWS: the operands' aligned copies first, on torch's stream)
+            for copy in copies:
+                copy()
+            gemm(c_map, a_map, b_map, c, ws, counters, mk, nk, K, ld_row, ld_col, dp_tiles, workers, *constexprs,
+                 stream=stream)
+            return config
     return run
 
 
