@@ -61,6 +61,8 @@ if HERE not in sys.path:
 
 from gemm import geomean  # noqa: E402
 
+from tylo.runtime.memo import BoundedMemo  # noqa: E402
+
 MODEL_WIDTH = 2048                        # heads * head_dim
 HEAD_DIMS = (64, 128, 256)
 BATCH_SEQLENS = ((32, 512), (16, 1024), (8, 2048), (4, 4096), (2, 8192), (1, 16384))
@@ -506,7 +508,7 @@ def load_libraries(torch, capability):
 def variant_runner(hopper, settings: dict):
     """hopper.attention with ``settings`` (see ``parse_variant``) in force for the call's (head_dim, causal),
     with its own launch cache; the module's settings are restored after each call."""
-    launches = {}
+    launches = BoundedMemo(64)
 
     def run(q, k, v, causal):
         key = (q.shape[-1], causal)

@@ -39,6 +39,7 @@ from dataclasses import dataclass
 import numpy as np
 
 import tylo
+from tylo.runtime.memo import BoundedMemo
 
 SUPPORTED_HEAD_DIMS = (64, 128, 256)
 SUPPORTED_DTYPES = ("bfloat16", "float16")
@@ -316,7 +317,7 @@ def tma_view(x, packed: bool, lib: str):
     return tma_view(contiguous(x, lib), packed, lib)
 
 
-_BINDINGS = {}
+_BINDINGS = BoundedMemo(48)       # bindings keep their arrays alive
 
 
 def tma_binding(plan, view, lib):
@@ -326,36 +327,28 @@ def tma_binding(plan, view, lib):
         return tylo.prepare_tma(plan, view)
     cai = view.__cuda_array_interface__
     key = (plan, cai["data"][0], cai["shape"], cai["strides"])
-    b = _BINDINGS.get(key)
-    if b is None:
-        if len(_BINDINGS) >= 48:                 # bindings keep their arrays alive
-            _BINDINGS.clear()
-        b = _BINDINGS[key] = tylo.prepare_tma(plan, view)
-    return b
+    return _BINDINGS.get_or_make(key, lambda: tylo.prepare_tma(plan, view))
 
 
-_OFFSETS = {}
+_OFFSETS = BoundedMemo(64)
 
 
 def device_offsets(values, like, lib):
     """An int32 device array of ``values`` in ``like``'s library and device (cached: batched calls reuse
     their offsets)."""
-    key = (lib, values, str(getattr(like, "device", "")))
-    a = _OFFSETS.get(key)
-    if a is None:
-        if len(_OFFSETS) >= 64:
-            _OFFSETS.clear()
-        host_vals = np.asarray(values, np.int32)
-        if lib == "torch":
-            import torch
-            a = torch.from_numpy(host_vals).to(like.device)
-        elif lib == "cupy":
-            import cupy
-            a = cupy.asarray(host_vals)
-        else:
-            a = tylo.to_device(host_vals)
-        _OFFSETS[key] = a
-    return a
+    return _OFFSETS.get_or_make((lib, values, str(getattr(like, "device", ""))),
+                                lambda: _offsets_array(values, like, lib))
+
+
+def _offsets_array(values, like, lib):
+    host_vals = np.asarray(values, np.int32)
+    if lib == "torch":
+        import torch
+        return torch.from_numpy(host_vals).to(like.device)
+    if lib == "cupy":
+        import cupy
+        return cupy.asarray(host_vals)
+    return tylo.to_device(host_vals)
 
 
 def empty(shape, dtype_name, like, lib):

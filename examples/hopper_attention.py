@@ -61,6 +61,7 @@ import tylo.lang.wgmma as wg
 from tylo.layouts import Layout, permutedims, window
 from tylo.runtime import driver
 from tylo.runtime.arrays import array_fingerprint, describe_array
+from tylo.runtime.memo import BoundedMemo
 from tylo.runtime.scratch import stream_scratch
 from tylo.runtime.streams import launch_stream
 
@@ -693,13 +694,11 @@ def attention(q, k, v, causal=False, scale=None, cu_seqlens_q=None, cu_seqlens_k
         kernel = interpreted() if lib == "numpy" else attention_fwd
         kernel[grid, block](*args, *cx.values())
     if key is not None:
-        if len(_LAUNCHES) >= 64:        # entries keep their TMA bindings (and arrays) alive
-            _LAUNCHES.clear()
-        _LAUNCHES[key] = (grid, block, args[2:], cx, tuple(lse.shape), lib)
+        _LAUNCHES.put(key, (grid, block, args[2:], cx, tuple(lse.shape), lib))
     return o, lse
 
 
-_LAUNCHES = {}
+_LAUNCHES = BoundedMemo(64)     # entries keep their TMA bindings (and arrays) alive
 
 
 def launch_key(q, k, v, causal, scale):

@@ -8,6 +8,8 @@ import math
 import hopper_attention as ha
 import pytest
 
+from tylo.runtime.memo import BoundedMemo
+
 pytestmark = pytest.mark.gpu
 
 
@@ -231,7 +233,7 @@ def o_in_q(monkeypatch):
         cfg = dataclasses.replace(ha.tile_config(d, causal), o_in_q=True)
         monkeypatch.setitem(ha.TILE_OVERRIDES, (d, causal), cfg)
         return cfg
-    monkeypatch.setattr(ha, "_LAUNCHES", {})
+    monkeypatch.setattr(ha, "_LAUNCHES", BoundedMemo(64))
     monkeypatch.setattr(ha, "TILE_OVERRIDES", dict(ha.TILE_OVERRIDES))
     return use
 
