@@ -31,7 +31,6 @@
   consumers of both CTAs released it (``mbarrier_arrive_cluster``). Not chosen by the heuristic yet.
 """
 import functools
-import os
 from dataclasses import dataclass
 
 import numpy as np
@@ -646,9 +645,10 @@ def _tensor_efficiency(consumers, tn):
 def estimate_seconds(cfg, M, N, K, itemsize, sms):
     """The cost model behind ``choose_config``: the busiest CTA's K steps under the configuration's
     ``schedule``, each bound by its tensor work or its operand traffic (at one SM's L2 rate, or less
-    when the ring's bytes in flight cannot cover the memory latency), plus a fixed cost per tile piece;
-    for tiles cut between workers, a fixed cost per cut piece (partial store, fences, arrival) and the
-    last arriver's reads of all of the tile's partials. A K step is also bound by the consumers' WGMMA
+    when the ring's bytes in flight cannot cover the memory latency), plus a fixed cost per tile piece
+    (one per split-K worker); for tiles cut between workers, a fixed cost per cut piece (partial store,
+    fences, arrival) and, after the streaming whatever bound it (HBM included), the last arriver's reads
+    of all of the tile's partials. A K step is also bound by the consumers' WGMMA
     operand reads from shared memory (each reads the whole B tile: 128 x 64 tiles pay it). Whole tiles
     run in waves of one tile per CTA; each wave is bound by its share of the HBM traffic, where the rows
     TMA zero-fills past M and N count as traffic (measured: they cost like loads), and so is the cut
@@ -682,12 +682,15 @@ def estimate_seconds(cfg, M, N, K, itemsize, sms):
         share = -(-plan.sk_iters // plan.workers)             # K steps per worker
         per_tile = min(-(-plan.ktiles // max(1, plan.sk_iters // plan.workers)) + 1, plan.workers)
         cut = 1 if cfg.split_k > 1 else 2                     # a stream-K worker's first and last pieces
-        pieces = jobs * (-(-share // plan.ktiles) + 1)
+        # a split-K share lies in one tile; a stream-K share may start and end inside tiles
+        pieces = jobs * (-(-share // plan.ktiles) + (cut - 1))
         tile_bytes = 4.0 * cfg.tm * cfg.tn
         loads = -(-(per_tile - 1) // reduction_unroll(cfg.tn, cfg.consumers)) + 1      # rounds of L2 latency
-        fixup = (jobs * cut * (FIXUP_S + tile_bytes / SM_BYTES_S) + per_tile * tile_bytes / SM_BYTES_S
-                 + loads * L2_LATENCY_S)
-        t += max(jobs * share * step + pieces * UNIT_OVERHEAD_S + fixup, plan.cut_tiles * hbm_per_tile)
+        stores = jobs * cut * (FIXUP_S + tile_bytes / SM_BYTES_S)
+        # the last arriver's reads of the tile's partials start when the slowest worker has stored its
+        # own: after the streaming, whether the SMs or HBM bound it (not hidden under the HBM bound)
+        reduction = per_tile * tile_bytes / SM_BYTES_S + loads * L2_LATENCY_S
+        t += max(jobs * share * step + pieces * UNIT_OVERHEAD_S + stores, plan.cut_tiles * hbm_per_tile) + reduction
     t += LAUNCH_S
     if cfg.direct:
         t += mk * nk / DIRECT_STORES_S
@@ -819,36 +822,6 @@ def operand_storage(x, name, shape, k_axis):
 
 INPUT_TYPES = {"bf16": tylo.bf16, "f8e4m3": tylo.f8e4m3, "f8e5m2": tylo.f8e5m2}
 
-# Experimental (off by default; docs/hopper.md "Operand rows not 128-byte aligned"): copy each torch operand
-# whose row pitch is not a multiple of ALIGN_ROW_BYTES into a buffer whose pitch is, on every launch, and
-# load the copy. Set TYLO_GEMM_ALIGN_ROWS=1 (or this attribute, before the first launch of a shape) to A/B it:
-# the H200 ran K = 2008 (4016-byte rows) at 0.75x cuBLAS where K = 2000 (4000-byte rows) ran at 0.92x.
-# Launches are memoised per arrays and shape: clear _PREPARED after flipping it. Only with stream=None.
-ALIGN_ROWS = os.environ.get("TYLO_GEMM_ALIGN_ROWS", "0") not in ("", "0")
-ALIGN_ROW_BYTES = 128
-
-
-def aligned_pitch(cols, itemsize):
-    """The least row pitch (elements) of at least ``cols`` elements that is a multiple of ALIGN_ROW_BYTES."""
-    per_row = ALIGN_ROW_BYTES // itemsize
-    return -(-cols // per_row) * per_row
-
-
-def aligned_rows(store, where, itemsize):
-    """``(store, where, copy)``: ``store`` unchanged (``copy`` None) when its rows are ALIGN_ROW_BYTES-aligned
-    or it is not a torch tensor; else a (rows, cols) view of a new buffer with an aligned pitch, its
-    (pointer, shape, strides), and the function that copies ``store`` into it (run before each launch)."""
-    rows, cols = where[1]
-    if where[2][0] * itemsize % ALIGN_ROW_BYTES == 0 or rows == 1 or not type(store).__module__.startswith("torch"):
-        return store, where, None
-    padded = store.new_empty((rows, aligned_pitch(cols, itemsize)))[:, :cols]
-    src = store
-
-    def copy():
-        padded.copy_(src)
-    return padded, (padded.data_ptr(), (rows, cols), tuple(padded.stride())), copy
-
-
 def _output_row_stride(c, M, N):
     from tylo.runtime import describe_array
     info = describe_array(c)
@@ -922,11 +895,6 @@ def prepare(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=Non
     b_store, b_mn, b_dtype, b_where = operand_storage(b, "B", (K, N), 0)
     if b_dtype != dtype:
         raise ValueError(f"hopper_gemm: A holds {dtype} and B {b_dtype}; both must have one type")
-    copies = []
-    if ALIGN_ROWS and stream is None:      # the copies run on torch's current stream, where the launch goes
-        a_store, a_where, a_copy = aligned_rows(a_store, a_where, dtype.itemsize)
-        b_store, b_where, b_copy = aligned_rows(b_store, b_where, dtype.itemsize)
-        copies = [f for f in (a_copy, b_copy) if f is not None]
     sms = driver.sm_count()
     if config is None:
         if (stages, group_m, c_bufs) != (None, None, None):
@@ -984,13 +952,6 @@ def prepare(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=Non
              stream=stream)
         return config
 
-    if copies:
-        def run():      # noqa: F811 (ALIGN_ROWS: the operands' aligned copies first, on torch's stream)
-            for copy in copies:
-                copy()
-            gemm(c_map, a_map, b_map, c, ws, counters, mk, nk, K, ld_row, ld_col, dp_tiles, workers, *constexprs,
-                 stream=stream)
-            return config
     return run
 
 

@@ -1,5 +1,5 @@
-"""Why the Hopper GEMM is slow when K * 2 bytes is 16- but not 128-byte aligned (issue 14; docs/hopper.md
-"Operand rows not 128-byte aligned"). Run on the H200 from the repository root (about a minute):
+"""Why the Hopper GEMM is slow when K * 2 bytes is 16- but not 32-byte aligned (issue 14; docs/hopper.md
+"Operand rows not 32-byte aligned"). Run on the H200 from the repository root (about a minute):
 
     PYTHONPATH=$PWD python scripts/probe_gemm_alignment.py
 
@@ -13,14 +13,12 @@ operands (same strides), interleaved, after a float64 check. A case separates on
 * ``C pitch``: the epilogue's TMA stores into rows of 10000 bytes (N = 5000) or 10112.
 * ``M``: 3000 against 3001 and 3008 (same tile count).
 * ``l2promo``: the tensor maps' L2 promotion (tylo encodes 128 B; 0 none, 1 64 B, 3 256 B), patched for the case.
-* ``copy``: hopper_gemm.ALIGN_ROWS, the host switch that copies misaligned torch operands into a
-  128-byte-pitch buffer on every launch (the copies are in the time), and the copies alone.
 
-Hypothesis (from the CPU: the launches differ only in these strides; same tiles, schedule, plans, boxes
-and epilogue): TMA row requests that start off a 32-byte sector (pitch an odd multiple of 16) touch one
-more sector per 128-byte row and cross more L2 lines; the session 6 numbers order by pitch alignment:
-4096-byte pitch 0.98-0.99x cuBLAS, 32-byte (K = 2000, 4000 bytes) 0.92x, 16-byte (K = 2008, 1000, 4104;
-B row-major with N = 5000) 0.74-0.80x.
+Answer (session 6, /work/notes/data/s6_align_probe.log; docs/hopper.md): the slowdown comes from row
+pitches that are 16- but not 32-byte aligned, for the kernel's A operand (a misaligned B alone costs
+nothing measurable); 32-, 64- and 128-byte pitches run alike; the L2 promotion does not help. A host switch
+that copied misaligned operands into 128-byte pitches on every launch (ALIGN_ROWS) measured slower
+everywhere (the copy costs more than the misalignment) and was removed; its cases are gone from this probe.
 """
 import os
 import sys
@@ -52,9 +50,8 @@ def stored(rows, cols, pitch, gen):
     return torch.randn(rows, pitch or cols, generator=gen, device="cuda").bfloat16()[:, :cols]
 
 
-def reset(promo=2, align=False):
+def reset(promo=2):
     rt_tma.L2_PROMOTION_128B = promo
-    hg.ALIGN_ROWS = align
     hg._BINDINGS.clear()
     hg._PREPARED.clear()
 
@@ -67,15 +64,14 @@ def case(label, *args, **kwargs):
         print(f"{label:<26} FAILED: {type(e).__name__}: {str(e)[:200]}", flush=True)
 
 
-def timed_case(label, M, N, K, lay="rc", a_pitch=None, b_pitch=None, c_pitch=None, config=DEFAULT, promo=2,
-               align=False):
+def timed_case(label, M, N, K, lay="rc", a_pitch=None, b_pitch=None, c_pitch=None, config=DEFAULT, promo=2):
     gen = torch.Generator(device="cuda").manual_seed(M * 7 + N * 3 + K)
     a = stored(M, K, a_pitch, gen)
     b = stored(N, K, b_pitch, gen).T if lay[1] == "c" else stored(K, N, b_pitch, gen)
     c = torch.full((M, c_pitch or N), float("nan"), device="cuda", dtype=torch.bfloat16)[:, :N]
     if config == PICK:
         config = hg.choose_config(M, N, K, hg.INPUT_TYPES["bf16"], 132, True, lay[1] == "c")
-    reset(promo, align)
+    reset(promo)
     try:
         hg.launch(c, a, b, M, N, K, config=config)
         torch.cuda.synchronize()
@@ -92,26 +88,6 @@ def timed_case(label, M, N, K, lay="rc", a_pitch=None, b_pitch=None, c_pitch=Non
           f"align {'/'.join(str(alignment(p)) for p in pitches):<10} tylo {t['tylo'] * 1e3:7.1f} us "
           f"{flops / t['tylo'] / 1e9:6.1f} TF  cuBLAS {t['cublas'] * 1e3:7.1f} us {flops / t['cublas'] / 1e9:6.1f} TF  "
           f"ratio {t['cublas'] / t['tylo']:.3f}", flush=True)
-
-
-def copy_alone(M, N, K):
-    """The ALIGN_ROWS copies by themselves (A and B into 128-byte pitches), microseconds."""
-    from gemm import bench
-    gen = torch.Generator(device="cuda").manual_seed(1)
-    a, b = stored(M, K, None, gen), stored(N, K, None, gen)
-    pa = torch.empty(M, hg.aligned_pitch(K, 2), device="cuda", dtype=torch.bfloat16)[:, :K]
-    pb = torch.empty(N, hg.aligned_pitch(K, 2), device="cuda", dtype=torch.bfloat16)[:, :K]
-
-    def both():
-        pa.copy_(a)
-        pb.copy_(b)
-    try:
-        ms = bench(both, torch, reps=7)
-    except Exception as e:  # noqa: BLE001
-        print(f"copy alone FAILED: {type(e).__name__}: {e}", flush=True)
-        return
-    print(f"{'copy alone':<26} {M}x{N}x{K} A and B into {hg.aligned_pitch(K, 2) * 2}-byte rows: {ms * 1e3:.1f} us",
-          flush=True)
 
 
 def main():
@@ -153,12 +129,6 @@ def main():
     for promo, name in ((0, "none"), (1, "64B"), (3, "256B")):
         case(f"l2promo {name}, K 2008", 3001, 5000, 2008, promo=promo)
         case(f"l2promo {name}, K 2048", 3000, 5000, 2048, promo=promo)
-    # the host switch: copies into 128-byte pitches on every launch (their time included)
-    case("copy (ALIGN_ROWS), K 2008", 3001, 5000, 2008, align=True)
-    copy_alone(3001, 5000, 2008)
-    case("copy (ALIGN_ROWS), 1000^3", 1000, 1000, 1000, config=PICK, align=True)
-    copy_alone(1000, 1000, 1000)
-    case("copy (ALIGN_ROWS), 257x..", 257, 776, 4104, config=PICK, align=True)
     print(f"probe done in {time.time() - t0:.0f} s")
 
 
