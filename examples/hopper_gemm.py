@@ -44,6 +44,7 @@ from tylo.codegen.targets import resource_limits
 from tylo.lang.mma import zero_accumulator
 from tylo.runtime import driver
 from tylo.runtime.arrays import array_fingerprint
+from tylo.runtime.memo import BoundedMemo
 from tylo.runtime.scratch import stream_scratch
 from tylo.runtime.streams import launch_stream
 
@@ -766,7 +767,7 @@ def operand_plans(config, dtype, a_mn, b_mn):
             mn_tile(dtype) if b_mn else b_tile(dtype, config.tn))
 
 
-_BINDINGS = {}
+_BINDINGS = BoundedMemo(16)      # bindings keep their arrays alive
 
 
 def _binding(plan, array, where=None):
@@ -776,13 +777,7 @@ def _binding(plan, array, where=None):
         from tylo.runtime import describe_array
         info = describe_array(array)
         where = (info.ptr, tuple(info.shape), tuple(info.strides))
-    key = (plan, where)
-    b = _BINDINGS.get(key)
-    if b is None:
-        if len(_BINDINGS) >= 16:     # bindings keep their arrays alive
-            _BINDINGS.clear()
-        b = _BINDINGS[key] = tylo.prepare_tma(plan, array)
-    return b
+    return _BINDINGS.get_or_make((plan, where), lambda: tylo.prepare_tma(plan, array))
 
 
 def operand_storage(x, name, shape, k_axis):
@@ -833,7 +828,7 @@ def _output_row_stride(c, M, N):
     return info.strides[0]
 
 
-_PREPARED = {}
+_PREPARED = BoundedMemo(64)      # prepared launches keep their arrays alive
 _TUNERS = {}
 
 
@@ -865,9 +860,7 @@ def launch(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=None
            launch_stream(stream, c), stages, group_m, c_bufs, config, autotune)
     run = _PREPARED.get(key)
     if run is None:
-        if len(_PREPARED) >= 64:       # prepared launches keep their arrays alive
-            _PREPARED.clear()
-        run = _PREPARED[key] = prepare(c, a, b, M, N, K, stream, stages, group_m, c_bufs, config, autotune)
+        run = _PREPARED.put(key, prepare(c, a, b, M, N, K, stream, stages, group_m, c_bufs, config, autotune))
     return run()
 
 
