@@ -628,6 +628,9 @@ LAUNCH_S = 3e-6                 # a launch's start, first loads and tail, whatev
 UNIT_OVERHEAD_S = 1.5e-6        # a tile piece's prologue / epilogue latency not hidden by the pipeline
 FIXUP_S = 2.5e-6                # a cut piece's partial store, fences, arrival count and barriers (measured)
 L2_LATENCY_S = 0.3e-6           # one round of the fixup's partial loads (a load-then-add loop paid it per partial)
+# each partial the last arriver sums costs this past its bytes and L2 rounds: fitted to one pair (1x1024x8192
+# measured 16 splits of 128 x 8 at 9.8 us, 8 of 64 x 8 at 8.1); only 0.06-0.07 us keeps every pinned order
+PARTIAL_S = 0.065e-6
 NEAR_TIE, NEAR_TIE_FIXUP = 0.97, 0.94     # choose_config's charge on candidates other than the default
 EXACT_TIE = 0.995               # estimates closer than this keep the earlier (simpler) candidate
 WGMMA_FIXED_CLOCKS = {2: 18, 1: 39}     # per m64nNk16 WGMMA and consumer count (_tensor_efficiency)
@@ -649,11 +652,12 @@ def estimate_seconds(cfg, M, N, K, itemsize, sms):
     when the ring's bytes in flight cannot cover the memory latency), plus a fixed cost per tile piece
     (one per split-K worker); for tiles cut between workers, a fixed cost per cut piece (partial store,
     fences, arrival) and, after the streaming whatever bound it (HBM included), the last arriver's reads
-    of all of the tile's partials. A K step is also bound by the consumers' WGMMA
-    operand reads from shared memory (each reads the whole B tile: 128 x 64 tiles pay it). Whole tiles
-    run in waves of one tile per CTA; each wave is bound by its share of the HBM traffic, where the rows
-    TMA zero-fills past M and N count as traffic (measured: they cost like loads), and so is the cut
-    tiles' part; plus the register epilogue's stores and a launch's fixed cost."""
+    of all of the tile's partials (their bytes, rounds of L2 latency and a fixed cost each). A K step is
+    also bound by the consumers' WGMMA operand reads from shared memory (each reads the whole B tile:
+    128 x 64 tiles pay it). Whole tiles run in waves of one tile per CTA; each wave is bound by its share
+    of the HBM traffic, where the rows TMA zero-fills past M and N count as traffic (measured: they cost
+    like loads), and so is the cut tiles' part; plus the register epilogue's stores and a launch's fixed
+    cost."""
     mk, nk = (N, M) if cfg.swap_ab else (M, N)
     bk = 128 // itemsize
     try:
@@ -690,7 +694,7 @@ def estimate_seconds(cfg, M, N, K, itemsize, sms):
         stores = jobs * cut * (FIXUP_S + tile_bytes / SM_BYTES_S)
         # the last arriver's reads of the tile's partials start when the slowest worker has stored its
         # own: after the streaming, whether the SMs or HBM bound it (not hidden under the HBM bound)
-        reduction = per_tile * tile_bytes / SM_BYTES_S + loads * L2_LATENCY_S
+        reduction = per_tile * (tile_bytes / SM_BYTES_S + PARTIAL_S) + loads * L2_LATENCY_S
         t += max(jobs * share * step + pieces * UNIT_OVERHEAD_S + stores, plan.cut_tiles * hbm_per_tile) + reduction
     t += LAUNCH_S
     if cfg.direct:
