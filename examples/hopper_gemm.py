@@ -821,6 +821,7 @@ def operand_storage(x, name, shape, k_axis):
 
 INPUT_TYPES = {"bf16": tylo.bf16, "f8e4m3": tylo.f8e4m3, "f8e5m2": tylo.f8e5m2}
 
+
 def _output_row_stride(c, M, N):
     from tylo.runtime import describe_array
     info = describe_array(c)
@@ -948,7 +949,6 @@ def prepare(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=Non
         gemm(c_map, a_map, b_map, c, ws, counters, mk, nk, K, ld_row, ld_col, dp_tiles, workers, *constexprs,
              stream=stream)
         return config
-
     return run
 
 
