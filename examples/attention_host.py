@@ -421,8 +421,6 @@ def check_examples(name, attention, cases, gpu, lse_tol):
     same math, plus 1e-3), LSE within ``lse_tol`` where finite and -inf exactly where no key is seen."""
     import ml_dtypes
 
-    import tylo
-
     rng = np.random.default_rng()
     for b, sq, sk, h, hk, d, causal in cases:
         q, k, v = (rng.standard_normal((b, s, n, d)).astype(ml_dtypes.bfloat16)

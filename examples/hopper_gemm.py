@@ -43,7 +43,7 @@ from tylo import Layout, Ownership
 from tylo.codegen.targets import resource_limits
 from tylo.lang.mma import zero_accumulator
 from tylo.runtime import driver
-from tylo.runtime.arrays import array_fingerprint
+from tylo.runtime.arrays import array_fingerprint, describe_array
 from tylo.runtime.memo import BoundedMemo
 from tylo.runtime.scratch import stream_scratch
 from tylo.runtime.streams import launch_stream
@@ -778,7 +778,6 @@ def _binding(plan, array, where=None):
     """TMA bindings cached per (plan, pointer, shape, strides): a new address or shape needs a new
     descriptor. ``where``: that (pointer, shape, strides) when the caller has it already."""
     if where is None:
-        from tylo.runtime import describe_array
         info = describe_array(array)
         where = (info.ptr, tuple(info.shape), tuple(info.strides))
     return _BINDINGS.get_or_make((plan, where), lambda: tylo.prepare_tma(plan, array))
@@ -791,7 +790,6 @@ def operand_storage(x, name, shape, k_axis):
     K contiguous: K-major, stored (mn, k); the other axis contiguous: MN-major, stored (k, mn).
     A transposed view (``x.T``, torch/cupy) gives the row-major storage without a copy.
     """
-    from tylo.runtime import describe_array
     info = describe_array(x)
     if info.dtype_name not in INPUT_TYPES:
         raise ValueError(f"hopper_gemm: {name} holds {info.dtype_name}; the inputs are bf16, f8e4m3 or f8e5m2")
@@ -823,7 +821,6 @@ INPUT_TYPES = {"bf16": tylo.bf16, "f8e4m3": tylo.f8e4m3, "f8e5m2": tylo.f8e5m2}
 
 
 def _output_row_stride(c, M, N):
-    from tylo.runtime import describe_array
     info = describe_array(c)
     if info.dtype_name != "bf16" or tuple(info.shape) != (M, N):
         raise ValueError(f"hopper_gemm: C must be a bf16 ({M}, {N}) array, got {info.dtype_name} "
@@ -924,7 +921,7 @@ def prepare(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=Non
     plan = schedule(config, mk, nk, K, dtype.itemsize, sms)
     grid = max(1, plan.grid)
     # the fixup's partial tiles and arrival counters (left zero by every launch), per device and stream
-    device, on = _device_of(c), launch_stream(stream, c)
+    device, on = describe_array(c).device_ordinal, launch_stream(stream, c)
     ws = stream_scratch("hopper_gemm.ws", 2 * plan.workers * config.tm * config.tn, "f32", device, on, zero=False)
     counters = stream_scratch("hopper_gemm.counters", plan.cut_tiles * config.consumers, "i32", device, on)
     c_map = a_map if config.direct else _binding(C_TILE, c)
@@ -950,11 +947,6 @@ def prepare(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=Non
              stream=stream)
         return config
     return run
-
-
-def _device_of(array):
-    from tylo.runtime import describe_array
-    return describe_array(array).device_ordinal
 
 
 def run() -> None:

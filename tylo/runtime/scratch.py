@@ -41,4 +41,3 @@ def stream_scratch(name: str, elems: int, dtype, device: int, stream: int, zero:
 def scratch_buffers(name: str) -> list:
     """The live buffers named ``name`` (tests check that kernels left them zero)."""
     return [b for (n, *_), b in _BUFFERS.items() if n == name]
-

@@ -124,9 +124,24 @@ def _cupy_current_stream_getter(cupy):
     return lambda: int(cupy.cuda.get_current_stream().ptr)
 
 
+_getters: dict = {}     # array type -> its current-stream getter (or None): asked on launch paths
+
+
 def current_stream_getter(array_type: type):
     """A zero-argument function returning the current stream handle of the framework that
-    owns arrays of ``array_type`` (torch tensors, cupy arrays), or None for other types."""
+    owns arrays of ``array_type`` (torch tensors, cupy arrays), or None for other types; one
+    per type (cached: an array of a framework's type exists only once that framework is imported)."""
+    try:
+        return _getters[array_type]
+    except KeyError:
+        pass
+    except TypeError:       # an unhashable "type": never a framework's array type
+        return None
+    getter = _getters[array_type] = _make_getter(array_type)
+    return getter
+
+
+def _make_getter(array_type):
     import sys
 
     mod = getattr(array_type, "__module__", "") or ""
@@ -141,17 +156,10 @@ def current_stream_getter(array_type: type):
     return None
 
 
-_launch_getters: dict = {}     # array type -> current_stream_getter(type): launch_stream runs per launch
-
-
 def launch_stream(stream, like) -> int:
     """The raw handle of the stream a launch goes to (module doc): ``stream`` when given, else the current
     stream of ``like``'s framework (torch, cupy), else 0."""
     if stream is not None:
         return stream_handle(stream)
-    t = type(like)
-    try:
-        getter = _launch_getters[t]
-    except KeyError:
-        getter = _launch_getters[t] = current_stream_getter(t)
+    getter = current_stream_getter(type(like))
     return int(getter()) if getter is not None else 0
