@@ -185,8 +185,8 @@ def describe_config(cfg):
         text += " streamK"
     if cfg.direct:
         text += " direct"
-    if cfg.cluster_m > 1:
-        text += f" cluster{cfg.cluster_m}x1"
+    if cfg.cluster_size > 1:
+        text += f" cluster{cfg.cluster_m}x{cfg.cluster_n}"
     return text
 
 
@@ -286,7 +286,7 @@ def main():
     ap.add_argument("--sweep", type=int, default=0, help="hopper: also time the N configurations ranked best "
                     "by the cost model")
     ap.add_argument("--extra", default="", help="hopper with --sweep: also time these GemmConfig keyword sets, "
-                    "';'-separated (e.g. 'stream_k=1;consumers=1,tn=128,split_k=4;cluster_m=2')")
+                    "';'-separated (e.g. 'stream_k=1;consumers=1,tn=128,split_k=4;cluster_m=2;cluster_n=2')")
     ap.add_argument("--no-triton", action="store_true", help="leave out the Triton column")
     ap.add_argument("--layouts", default="rr", help="comma-separated A/B storage pairs: rr, rc, cr, cc")
     ap.add_argument("--dtype", default="bf16", choices=["bf16", "fp8"],

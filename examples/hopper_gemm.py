@@ -28,10 +28,11 @@
   stores from registers (any output layout and N). ``launch`` picks a configuration with a cost model unless given one.
 * ``GemmConfig(cluster_m=2)``: 2 x 1 thread-block clusters on vertically adjacent tiles that share their B
   tile through TMA multicast (each CTA loads it on alternate ring steps into both); a stage is free when the
-  consumers of both CTAs released it (``mbarrier_arrive_cluster``). Not chosen by the heuristic yet.
+  consumers of both CTAs released it (``mbarrier_arrive_cluster``). The heuristic uses them when the
+  K-major operands' rows are 16- but not 32-byte aligned (``row_alignment``): multicast halves B's L2 loads.
 """
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -137,15 +138,30 @@ def load_stage_multicast(tmap, ptr, mn0, k0, bar, MASK: tylo.constexpr, EXTENT: 
 
 
 @tylo.func
-def release_stage(bar, CLUSTER_M: tylo.constexpr):
+def release_stage(bar, CLUSTER: tylo.constexpr):
     """A consumer warpgroup frees a ring stage: one arrival on ``empty`` of its own CTA, or, in a cluster
     whose CTAs multicast into each other's stages, on that stage's ``empty`` of every CTA of the cluster
     (each producer may refill the stage only when every CTA it writes into has released it)."""
-    if CLUSTER_M == 1:
+    if CLUSTER == 1:
         mb.mbarrier_arrive(bar)
     else:
-        for r in tylo.static_range(CLUSTER_M):
+        for r in tylo.static_range(CLUSTER):
             mb.mbarrier_arrive_cluster(bar, r)
+
+
+@tylo.func
+def group_tile(tile, num_g, num_gn, rank, GROUP_M: tylo.constexpr, CLUSTER_M: tylo.constexpr,
+               CLUSTER_N: tylo.constexpr):
+    """(M tile, N tile) of cluster rank ``rank`` in job ``tile``: jobs are groups of CLUSTER_M x CLUSTER_N
+    adjacent tiles (one of the two is 1), walked in grouped order over ``num_g`` x ``num_gn`` groups."""
+    pg, pgn = tile_coords(tile, num_g, num_gn, GROUP_M)
+    pm = pg * CLUSTER_M
+    pn = pgn * CLUSTER_N
+    if CLUSTER_M > 1:
+        pm += rank
+    if CLUSTER_N > 1:
+        pn += rank
+    return pm, pn
 
 
 @tylo.func
@@ -288,7 +304,7 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
                 STAGES: tylo.constexpr = 4, GROUP_M: tylo.constexpr = 8, C_BUFS: tylo.constexpr = 2,
                 A_MN: tylo.constexpr = False, B_MN: tylo.constexpr = False, DTYPE: tylo.constexpr = tylo.bf16,
                 TN: tylo.constexpr = 256, CONSUMERS: tylo.constexpr = 2, DIRECT: tylo.constexpr = False,
-                FIXUP: tylo.constexpr = False, CLUSTER_M: tylo.constexpr = 1):
+                FIXUP: tylo.constexpr = False, CLUSTER_M: tylo.constexpr = 1, CLUSTER_N: tylo.constexpr = 1):
     """C_BUFS: 64x64 bf16 staging tiles per consumer (4 covers a whole 64 x 256 row band).
     A_MN / B_MN: the operand is MN-major (A column-major, B row-major), else K-major.
     DTYPE: the input type, bf16 or fp8 (e4m3/e5m2: K-major only; C is bf16 either way).
@@ -305,11 +321,14 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
     CTA of the cluster (TMA multicast); each CTA loads its own A. A stage's ``empty`` barrier counts the
     releases of the consumers of every CTA (remote arrivals), so no producer overwrites a stage a peer still
     reads. A CTA whose tile lies past M still loads (zero-filled A), computes and releases, but stores
-    nothing."""
+    nothing. CLUSTER_N: the same along N (``cluster=(CLUSTER_N, 1, 1)``): horizontally adjacent tiles (N tiles
+    CLUSTER_N j + rank, one M tile) share the A tile, and each CTA loads its own B. At most one of the
+    two is above 1."""
     PLAN = wgmma_plan(DTYPE, TN)
     BK = k_step(DTYPE)
     TM = 64 * CONSUMERS
     GROUPS = BK // PLAN.k                    # WGMMA groups per K step
+    CLUSTER = CLUSTER_M * CLUSTER_N          # CTAs per cluster
     sa = tylo.shared_array(DTYPE, (STAGES * TM * BK,), align=1024)
     sb = tylo.shared_array(DTYPE, (STAGES * TN * BK,), align=1024)
     sc = tylo.shared_array(tylo.bf16, (staging_elems(DIRECT, CONSUMERS, C_BUFS),), align=1024)
@@ -326,22 +345,23 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
             tma.prefetch_tma_descriptor(c_map)
         for s in tylo.static_range(STAGES):
             mb.mbarrier_init(full + s, 1)         # the producer's arrive.expect_tx (+ TMA bytes)
-            mb.mbarrier_init(empty + s, CONSUMERS * CLUSTER_M)    # one release per consumer warpgroup (of each CTA)
+            mb.mbarrier_init(empty + s, CONSUMERS * CLUSTER)    # one release per consumer warpgroup (of each CTA)
         mb.fence_mbarrier_init()
         mb.fence_view_async_shared()
-    if CLUSTER_M == 1:
+    if CLUSTER == 1:
         tylo.sync_threads()
     else:
         mb.cluster_sync()       # every CTA's barriers are initialised before a peer multicasts or arrives on them
 
     num_m = (M + TM - 1) // TM
     num_n = (N + TN - 1) // TN
-    num_g = (num_m + CLUSTER_M - 1) // CLUSTER_M     # tile rows of the cluster groups
+    num_g = (num_m + CLUSTER_M - 1) // CLUSTER_M     # tile rows and columns of the cluster groups
+    num_gn = (num_n + CLUSTER_N - 1) // CLUSTER_N
     ktiles = (K + BK - 1) // BK
-    sk_iters = (num_g * num_n - dp_tiles) * ktiles      # the stream-K tiles' iterations
-    rank = tylo.block_idx.x % CLUSTER_M                 # the cluster rank: clusters are CLUSTER_M x 1 x 1
-    first_job = tylo.block_idx.x // CLUSTER_M
-    job_step = tylo.grid_dim.x // CLUSTER_M
+    sk_iters = (num_g * num_gn - dp_tiles) * ktiles     # the stream-K tiles' iterations
+    rank = tylo.block_idx.x % CLUSTER                   # the cluster rank: clusters are CLUSTER x 1 x 1
+    first_job = tylo.block_idx.x // CLUSTER
+    job_step = tylo.grid_dim.x // CLUSTER
     jobs = dp_tiles + workers
     wgi = mb.warpgroup_idx()
     if wgi == 0:
@@ -355,13 +375,17 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
                     tile = it // ktiles
                     kb = it - tile * ktiles
                     ke = tylo.minimum(ktiles, kb + (end - it))
-                    pg, pn = tile_coords(tile, num_g, num_n, GROUP_M)
-                    pm = pg * CLUSTER_M + rank
+                    pm, pn = group_tile(tile, num_g, num_gn, rank, GROUP_M, CLUSTER_M, CLUSTER_N)
                     for kt in range(kb, ke):
                         s = ring % STAGES
                         mb.mbarrier_wait(empty + s, ((ring // STAGES) & 1) ^ 1)   # a fresh ring is free
                         mb.mbarrier_arrive_expect_tx(full + s, (TM + TN) * 128)
-                        load_stage(a_map, sa.ptr + s * (TM * BK), pm * TM, kt * BK, full + s, TM, A_MN)
+                        if CLUSTER_N == 1:
+                            load_stage(a_map, sa.ptr + s * (TM * BK), pm * TM, kt * BK, full + s, TM, A_MN)
+                        else:
+                            if ring % CLUSTER_N == rank:     # this CTA's turn to load A for the cluster
+                                load_stage_multicast(a_map, sa.ptr + s * (TM * BK), pm * TM, kt * BK, full + s,
+                                                     (1 << CLUSTER_N) - 1, TM, A_MN)
                         if CLUSTER_M == 1:
                             load_stage(b_map, sb.ptr + s * (TN * BK), pn * TN, kt * BK, full + s, TN, B_MN)
                         else:
@@ -383,8 +407,7 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
                 kb = it - tile * ktiles
                 ke = tylo.minimum(ktiles, kb + (end - it))
                 it += ke - kb
-                pg, pn = tile_coords(tile, num_g, num_n, GROUP_M)
-                pm = pg * CLUSTER_M + rank
+                pm, pn = group_tile(tile, num_g, num_gn, rank, GROUP_M, CLUSTER_M, CLUSTER_N)
                 s = ring % STAGES
                 mb.mbarrier_wait(full + s, (ring // STAGES) & 1)
                 pending = mma_stage(PLAN, a_map, b_map, sa.ptr + s * (TM * BK), sb.ptr + s * (TN * BK), cons * 64,
@@ -398,12 +421,12 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
                                         cons * 64, pending, A_MN, B_MN, TM, TN)
                     pending = wg.wait_mma(pending, GROUPS)   # step kt-1 is complete: release its stage
                     if lead:
-                        release_stage(empty + prev, CLUSTER_M)
+                        release_stage(empty + prev, CLUSTER)
                     prev = s
                     ring += 1
                 acc = wg.wait_mma(pending)
                 if lead:
-                    release_stage(empty + prev, CLUSTER_M)
+                    release_stage(empty + prev, CLUSTER)
                 res = wg.finish_mma(acc)
                 done = 1
                 if FIXUP:
@@ -412,13 +435,15 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
                                           sk_iters, cons, lead, TM, TN, CONSUMERS)
                 if CLUSTER_M > 1:
                     done = tylo.where(pm < num_m, 1, 0)      # a cluster's tile past M (odd M tiles) stores nothing
+                if CLUSTER_N > 1:
+                    done = tylo.where(pn < num_n, 1, 0)      # and past N
                 if done != 0:
                     epilogue(res, c_map, out, sc.ptr, pm * TM + cons * 64, pn * TN, M, N, ld_row, ld_col, cons,
                              lead, TN, C_BUFS, DIRECT)
         if not DIRECT:
             if lead:
                 tma.wait_tma_stores(0)
-    if CLUSTER_M > 1:
+    if CLUSTER > 1:
         # no CTA exits while a peer may still arrive on its barriers (its multicast loads into this CTA
         # completed: this CTA's consumers waited for every stage they read)
         mb.cluster_sync()
@@ -480,7 +505,8 @@ class GemmConfig:
     ``direct``: the epilogue stores from registers (needed for swap_ab, tn not a multiple of 64, or N not
     a multiple of 8) instead of through shared memory and TMA. ``cluster_m`` = 2: 2 x 1 thread-block
     clusters whose two CTAs take vertically adjacent tiles and share their B tile through TMA multicast
-    (half the B traffic from L2; no split-K / stream-K)."""
+    (half the B traffic from L2; no split-K / stream-K); ``cluster_n`` = 2: the same for horizontally
+    adjacent tiles, which share their A tile."""
     tn: int = BN
     consumers: int = 2
     stages: int = 4
@@ -491,6 +517,7 @@ class GemmConfig:
     direct: bool = False
     stream_k: bool = False
     cluster_m: int = 1
+    cluster_n: int = 1
 
     def __post_init__(self):
         if self.consumers not in (1, 2):
@@ -501,10 +528,11 @@ class GemmConfig:
             raise ValueError(f"GemmConfig: stages >= 2, group_m, c_bufs and split_k >= 1; got {self}")
         if self.stream_k and self.split_k > 1:
             raise ValueError(f"GemmConfig: stream_k and split_k > 1 are two schedules; choose one: {self}")
-        if self.cluster_m not in (1, 2):
-            raise ValueError(f"GemmConfig: cluster_m is 1 or 2 (2 x 1 clusters sharing B), got {self.cluster_m}")
-        if self.cluster_m > 1 and self.fixup:
-            raise ValueError(f"GemmConfig: cluster_m = 2 runs whole tiles; it does not combine with split_k or "
+        if self.cluster_m not in (1, 2) or self.cluster_n not in (1, 2) or self.cluster_m * self.cluster_n > 2:
+            raise ValueError(f"GemmConfig: cluster_m = 2 (pairs of M tiles sharing B) or cluster_n = 2 (pairs of N "
+                             f"tiles sharing A), not both; got {self}")
+        if self.cluster_size > 1 and self.fixup:
+            raise ValueError(f"GemmConfig: clusters run whole tiles; they do not combine with split_k or "
                              f"stream_k: {self}")
         if not self.direct and (self.swap_ab or self.tn % 64):
             raise ValueError(f"GemmConfig: swap_ab and tn % 64 != 0 need direct=True "
@@ -532,14 +560,18 @@ class GemmConfig:
         return self.split_k > 1 or self.stream_k
 
     def constexprs(self, dtype, a_mn, b_mn):
-        """The kernel's constexpr parameters in order (STAGES .. CLUSTER_M)."""
+        """The kernel's constexpr parameters in order (STAGES .. CLUSTER_N)."""
         return (self.stages, self.group_m, self.c_bufs, a_mn, b_mn, dtype, self.tn, self.consumers,
-                self.direct, self.fixup, self.cluster_m)
+                self.direct, self.fixup, self.cluster_m, self.cluster_n)
+
+    @property
+    def cluster_size(self):
+        return self.cluster_m * self.cluster_n
 
     @property
     def cluster(self):
-        """The launch's cluster shape, or None without clusters."""
-        return (self.cluster_m, 1, 1) if self.cluster_m > 1 else None
+        """The launch's cluster shape (the pair's CTAs are consecutive along x), or None without clusters."""
+        return (self.cluster_size, 1, 1) if self.cluster_size > 1 else None
 
 
 def max_stages(tm, tn, direct, consumers, c_bufs=2):
@@ -583,7 +615,8 @@ def schedule(config, mk, nk, K, itemsize, sms):
 
     * plain: one job per tile, ``min(sms, tiles)`` CTAs.
     * 2 x 1 clusters (``cluster_m`` = 2): one job per pair of vertically adjacent tiles (M tiles 2i, 2i + 1;
-      the second past M when the M tiles are odd), two CTAs per job, ``2 min(sms // 2, pairs)`` CTAs.
+      the second past M when the M tiles are odd), two CTAs per job, ``2 min(sms // 2, pairs)`` CTAs; the
+      same with pairs of horizontally adjacent tiles for ``cluster_n`` = 2.
     * split-K S: every tile is cut into S even K ranges (S at most the K steps): ``tiles * S`` workers
       whose shares end at tile boundaries (worker w takes tile w // S).
     * stream-K (CUTLASS's data-parallel + stream-K hybrid): the tiles past the last full wave, plus one
@@ -592,10 +625,10 @@ def schedule(config, mk, nk, K, itemsize, sms):
     """
     ktiles = -(-K // (128 // itemsize))       # K steps of one 128-byte TMA row
     tiles = -(-mk // config.tm) * -(-nk // config.tn)
-    if config.cluster_m > 1:
-        cm = config.cluster_m
-        groups = -(-mk // (config.tm * cm)) * -(-nk // config.tn)
-        return Schedule(cm * max(1, min(sms // cm, groups)), groups, 0, groups, ktiles, cm)
+    if config.cluster_size > 1:
+        cs = config.cluster_size
+        groups = -(-mk // (config.tm * config.cluster_m)) * -(-nk // (config.tn * config.cluster_n))
+        return Schedule(cs * max(1, min(sms // cs, groups)), groups, 0, groups, ktiles, cs)
     if config.split_k > 1:
         split = min(config.split_k, ktiles)
         plan = Schedule(min(sms, tiles * split), 0, tiles * split, tiles, ktiles) if split > 1 else None
@@ -728,8 +761,24 @@ def candidate_configs(M, N, K, dtype=tylo.bf16, a_k_major=True, b_k_major=False)
     return out
 
 
+# K-major operand rows whose byte addresses are 16- but not 32-byte aligned make TMA loads slow (each
+# 128-byte box row spans two L2 lines); a 2 x 1 cluster, whose B tile is loaded once per pair by
+# multicast, measured 1.12-1.24x the same tile without it there (docs/hopper.md)
+CLUSTER_BELOW_ROW_ALIGN = 32
+
+
+def row_alignment(where, itemsize):
+    """The largest power of two, at most 128, dividing the byte address of every row of a row-major
+    storage ``(ptr, shape, strides)`` (``operand_storage``'s ``where``): its base and its pitch."""
+    ptr, shape, strides = where
+    align = 128
+    while align > 1 and (ptr % align or (shape[0] > 1 and strides[0] * itemsize % align)):
+        align //= 2
+    return align
+
+
 @functools.lru_cache(maxsize=4096)
-def choose_config(M, N, K, dtype=tylo.bf16, sms=132, a_k_major=True, b_k_major=False):
+def choose_config(M, N, K, dtype=tylo.bf16, sms=132, a_k_major=True, b_k_major=False, row_align=None):
     """A good configuration without tuning: the candidate with the least estimate (``estimate_seconds``;
     stream-K aside: measured slower, it is left to ``autotune``), each candidate but the default 128 x 256
     tile charged 3% (6% for a split-K candidate with 128-row tiles, whose fixup the model underestimates:
@@ -737,8 +786,15 @@ def choose_config(M, N, K, dtype=tylo.bf16, sms=132, a_k_major=True, b_k_major=F
     per candidate: the pick does not depend on the candidates' order, up to ties closer than
     ``EXACT_TIE``, which keep the earlier (simpler) candidate. (Before session 6 a candidate had to be 3%
     better than the best so far, which kept the first of two near-equal candidates even when a later
-    one was faster: 64 x 128 over 64 x 256 at 128x14336x4096.)"""
+    one was faster: 64 x 128 over 64 x 256 at 128x14336x4096.)
+
+    ``row_align``: the ``row_alignment`` of the K-major operands' rows (default: contiguous operands at
+    aligned bases, whose pitch is K elements). Below ``CLUSTER_BELOW_ROW_ALIGN``, with both operands
+    K-major (the cluster kernel's rule) and a bf16 whole-tile pick of more than one M tile, the pick runs
+    in 2 x 1 clusters."""
     itemsize = dtype.itemsize
+    if row_align is None:
+        row_align = row_alignment((0, (2, K), (K, 1)), itemsize)
     default = GemmConfig(direct=N % 8 != 0)
     best, best_t = default, estimate_seconds(default, M, N, K, itemsize, sms)
     for cfg in candidate_configs(M, N, K, dtype, a_k_major, b_k_major):
@@ -748,6 +804,9 @@ def choose_config(M, N, K, dtype=tylo.bf16, sms=132, a_k_major=True, b_k_major=F
         t = estimate_seconds(cfg, M, N, K, itemsize, sms) / charge
         if t < best_t * EXACT_TIE:
             best, best_t = cfg, t
+    if (row_align < CLUSTER_BELOW_ROW_ALIGN and a_k_major and b_k_major and itemsize == 2 and not best.fixup
+            and not best.swap_ab and M > best.tm):         # a pair of M tiles to share B
+        best = replace(best, cluster_m=2)
     return best
 
 
@@ -841,7 +900,7 @@ def autotuner(config):
     (``tylo cache list``), so later processes do not tune again. ``launch(..., autotune=True)`` uses it
     with ``choose_config``'s family."""
     family = (config.tn, config.consumers, config.c_bufs, config.fixup, config.swap_ab, config.direct,
-              config.cluster_m)
+              config.cluster_m, config.cluster_n)
     tuner = _TUNERS.get(family)
     if tuner is None:
         top = max_stages(config.tm, config.tn, config.direct, config.consumers, config.c_bufs)
@@ -895,7 +954,9 @@ def prepare(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=Non
         if (stages, group_m, c_bufs) != (None, None, None):
             config = GemmConfig(stages=stages or 4, group_m=group_m or 8, c_bufs=c_bufs or 2)
         else:
-            config = choose_config(M, N, K, dtype, sms, not a_mn, not b_mn)
+            k_major = [row_alignment(where, dtype.itemsize) for where, mn in ((a_where, a_mn), (b_where, b_mn))
+                       if not mn]
+            config = choose_config(M, N, K, dtype, sms, not a_mn, not b_mn, min(k_major, default=128))
     ldc = _output_row_stride(c, M, N)
     if config.swap_ab:      # C^T (N, M) = B^T A^T: the kernel's A is B's storage, its B is A's
         mk, nk, ld_row, ld_col = N, M, 1, ldc
@@ -907,8 +968,8 @@ def prepare(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=Non
         raise ValueError(f"hopper_gemm: an MN-major kernel B operand loads 64-wide boxes: tn ({config.tn}) "
                          f"must be a multiple of 64 "
                          f"({'A column-major with swap_ab' if config.swap_ab else 'B row-major'})")
-    if config.cluster_m > 1 and (ka_mn or kb_mn):
-        raise ValueError("hopper_gemm: cluster_m = 2 takes K-major operands only (A row-major and B column-major, "
+    if config.cluster_size > 1 and (ka_mn or kb_mn):
+        raise ValueError("hopper_gemm: clusters take K-major operands only (A row-major and B column-major, "
                          "in the kernel's orientation): with an MN-major operand it gave wrong results on the H200 "
                          "(docs/hopper.md), so launch refuses it")
     a_plan, b_plan = operand_plans(config, dtype, ka_mn, kb_mn)
@@ -935,7 +996,8 @@ def prepare(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=Non
             hopper_gemm.launch(*args, grid=grid, block=config.threads, cluster=cluster, stream=stream)
     if autotune:
         tuned = autotuner(config)[grid]
-        fixed = dict(zip(("C_BUFS", "A_MN", "B_MN", "DTYPE", "TN", "CONSUMERS", "DIRECT", "FIXUP", "CLUSTER_M"),
+        fixed = dict(zip(("C_BUFS", "A_MN", "B_MN", "DTYPE", "TN", "CONSUMERS", "DIRECT", "FIXUP", "CLUSTER_M",
+                          "CLUSTER_N"),
                          constexprs[2:]))
 
         def gemm(*args, stream=None):       # noqa: F811 (the tuned launch takes the fixed constexprs by name)

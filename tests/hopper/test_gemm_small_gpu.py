@@ -40,6 +40,9 @@ CONFIGS = {
     "cluster2-64x128": C(consumers=1, tn=128, stages=8, cluster_m=2),
     "cluster2-direct-64x64": C(consumers=1, tn=64, stages=8, direct=True, cluster_m=2),
     "cluster2-swap-n64": C(consumers=1, tn=64, stages=8, swap_ab=True, direct=True, cluster_m=2),
+    # 1 x 2 clusters sharing A
+    "clustern2": C(cluster_n=2),
+    "clustern2-direct-64x64": C(consumers=1, tn=64, stages=8, direct=True, cluster_n=2),
 }
 FIXUP = sorted(name for name, cfg in CONFIGS.items() if cfg.fixup)
 
@@ -114,7 +117,7 @@ def test_fp8_configs(name, M, N, K):
 
 # large shapes (the ones clusters are for) and ragged ones with an odd number of M tiles (the last
 # cluster's second CTA computes a tile past M and stores nothing); layouts MN- and K-major
-@pytest.mark.parametrize("name,base", [("cluster2", "default"), ("cluster2-64x128", "64x128")])
+@pytest.mark.parametrize("name,base", [("cluster2", "default"), ("cluster2-64x128", "64x128"), ("clustern2", "default")])
 @pytest.mark.parametrize("M,N,K,layout", [(4096, 4096, 4096, "rc"), (2900, 5000, 2000, "rc"),
                                           (1104, 8192, 16384, "rc"), (8192, 8192, 8192, "rc"), (200, 776, 4104, "rc")])
 def test_cluster_matches_float64_and_the_same_tile_without_clusters(name, base, M, N, K, layout):
@@ -177,3 +180,24 @@ def test_heuristic_choice_is_correct(M, N, K):
     torch.cuda.synchronize()
     assert cfg == hg.choose_config(M, N, K, hg.INPUT_TYPES["bf16"], driver.sm_count(), True, True)
     _check(torch, c, a, b)
+
+
+@pytest.mark.parametrize("M,N,K,pitch", [(1000, 1000, 1000, None), (3001, 5000, 2008, None),
+                                         (2048, 2048, 2048, 2056)])
+def test_misaligned_rows_run_in_clusters(M, N, K, pitch):
+    # K-major rows 16- but not 32-byte aligned (a contiguous K = 8 mod 16, or a padded view whose pitch is):
+    # launch's pick runs in 2 x 1 clusters, correct and bitwise equal to the same tile without them
+    torch = _torch_sm90()
+    gen = torch.Generator(device="cuda").manual_seed(M + N + K)
+    width = pitch or K
+    a = torch.randn(M, width, generator=gen, device="cuda").to(torch.bfloat16)[:, :K]
+    b = torch.randn(N, width, generator=gen, device="cuda").to(torch.bfloat16)[:, :K].T
+    c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+    cfg = hg.launch(c, a, b, M, N, K)
+    torch.cuda.synchronize()
+    assert cfg.cluster_m == 2
+    _check(torch, c, a, b)
+    ref = torch.full_like(c, float("nan"))
+    hg.launch(ref, a, b, M, N, K, config=hg.replace(cfg, cluster_m=1))
+    torch.cuda.synchronize()
+    assert torch.equal(c, ref)

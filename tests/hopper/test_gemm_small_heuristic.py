@@ -216,3 +216,33 @@ def test_benchmark_prints_the_picks_without_a_gpu(capsys):
     assert [line.split(" (")[0] for line in lines] == [
         "128x14336x4096 rc: 64x256 s5", "128x14336x4096 rr: 64x256 s5",
         "512x28672x8192 rc: 128x256 s4", "512x28672x8192 rr: 128x256 s4"]
+
+
+@pytest.mark.parametrize("where,align", [
+    ((0, (100, 1000), (1000, 1)), 16),          # bf16 pitch 2000 bytes
+    ((0, (100, 2000), (2000, 1)), 32),
+    ((0, (100, 1024), (1024, 1)), 128),
+    ((0, (1, 8), (8, 1)), 128),                 # one row: the pitch does not matter
+    ((16, (100, 1024), (1024, 1)), 16),         # a view starting 16 bytes into an aligned buffer
+    ((256, (100, 2000), (2056, 1)), 16),        # a padded view: the pitch, not K, decides
+])
+def test_row_alignment(where, align):
+    assert hg.row_alignment(where, 2) == align
+
+
+def test_misaligned_k_major_rows_run_in_clusters():
+    # measured (session 7, same run): 3001x5000x2008 rc 121.5 -> 98.0 us, 1000^3 rc 10.9 -> 9.7 us with
+    # the same tile in 2 x 1 clusters; aligned shapes gain nothing (4096^3 178.3 / 179.0, 2048^3 25.8 / 27.0)
+    for M, N, K in [(3001, 5000, 2008), (1000, 1000, 1000)]:
+        plain = hg.choose_config(M, N, K, tylo.bf16, SMS, True, True, 128)
+        clustered = hg.choose_config(M, N, K, tylo.bf16, SMS, True, True)     # contiguous: pitch K * 2 bytes
+        assert clustered == hg.choose_config(M, N, K, tylo.bf16, SMS, True, True, 16)
+        assert plain.cluster_m == 1 and clustered == hg.replace(plain, cluster_m=2)
+    # aligned rows, an MN-major operand (the cluster kernel refuses it), one M tile: no cluster
+    assert hg.choose_config(4096, 4096, 4096, tylo.bf16, SMS, True, True).cluster_m == 1
+    assert hg.choose_config(3000, 5000, 2000, tylo.bf16, SMS, True, True, 32).cluster_m == 1
+    assert hg.choose_config(3001, 5000, 2008, tylo.bf16, SMS, True, False, 16).cluster_m == 1
+    assert hg.choose_config(33, 4104, 520, tylo.bf16, SMS, True, True, 16).cluster_m == 1
+    # a split-K pick stays one: clusters run whole tiles
+    pick = hg.choose_config(257, 776, 4104, tylo.bf16, SMS, True, True, 16)
+    assert pick.split_k > 1 and pick.cluster_m == 1

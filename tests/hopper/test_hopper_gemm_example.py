@@ -247,7 +247,7 @@ def test_cluster_config_assembles_with_multicast_b(cfg, b_mn):
     # two releases of a stage per consumer (its own CTA's barrier and the peer's), through mapa;
     # cluster barriers after the barriers' init and before exit
     assert ptx.count("mapa.shared::cluster.u32") == 4
-    assert ptx.count("mbarrier.arrive.release.cluster.shared::cluster.b64") == 4
+    assert ptx.count("mbarrier.arrive.shared::cluster.b64") == 4
     assert "mbarrier.arrive.shared::cta.b64" not in ptx
     assert ptx.count("barrier.cluster.arrive.release.aligned") == 2
     assert ck.shared_bytes <= cfg.shared_bytes <= hg.SHARED_LIMIT
@@ -282,14 +282,30 @@ def test_cluster_schedule_pairs_vertically_adjacent_tiles():
 
 
 def test_cluster_config_validation():
-    with pytest.raises(ValueError, match="cluster_m is 1 or 2"):
-        hg.GemmConfig(cluster_m=4)
-    with pytest.raises(ValueError, match="does not combine with split_k or stream_k"):
-        hg.GemmConfig(cluster_m=2, split_k=2)
-    with pytest.raises(ValueError, match="does not combine with split_k or stream_k"):
-        hg.GemmConfig(cluster_m=2, stream_k=True)
+    for bad in (dict(cluster_m=4), dict(cluster_n=3), dict(cluster_m=2, cluster_n=2)):
+        with pytest.raises(ValueError, match="cluster_m = 2 .* or cluster_n = 2"):
+            hg.GemmConfig(**bad)
+    for along in ("cluster_m", "cluster_n"):
+        with pytest.raises(ValueError, match="do not combine with split_k or stream_k"):
+            hg.GemmConfig(**{along: 2}, split_k=2)
+        with pytest.raises(ValueError, match="do not combine with split_k or stream_k"):
+            hg.GemmConfig(**{along: 2}, stream_k=True)
     assert hg.GemmConfig(cluster_m=2).cluster == (2, 1, 1) and hg.GemmConfig().cluster is None
-    assert hg.GemmConfig(cluster_m=2).constexprs(tylo.bf16, False, False)[-1] == 2
+    assert hg.GemmConfig(cluster_n=2).cluster == (2, 1, 1)
+    assert hg.GemmConfig(cluster_m=2).constexprs(tylo.bf16, False, False)[-2:] == (2, 1)
+    assert hg.GemmConfig(cluster_n=2).constexprs(tylo.bf16, False, False)[-2:] == (1, 2)
+
+
+def test_cluster_n_schedule_pairs_horizontally_adjacent_tiles():
+    # 3 x 3 tiles of 64 x 64: pairs along N are 3 x 2 groups (the last column's peer lies past N)
+    cfg = hg.GemmConfig(tn=64, consumers=1, stages=8, cluster_n=2)
+    plan = hg.schedule(cfg, 192, 192, 64, 2, 132)
+    assert (plan.grid, plan.dp_tiles, plan.cluster, plan.job_slots) == (12, 6, 2, 6)
+    # the kernel shares A: the multicast loads are A's (one box of 64 rows), B is loaded by each CTA
+    ck = hg.hopper_gemm._compile(hg.spec(config=cfg), "sm_90a", (cfg.threads, 1, 1))
+    load = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+    assert ck.ptx.count(load + ".multicast::cluster") >= 1
+    assert ck.ptx.count("mbarrier.arrive.shared::cluster.b64") == 4 and ck.resources.spill_bytes == 0
 
 
 @pytest.mark.parametrize("a_major,b_major", [("c", "c"), ("r", "r"), ("c", "r")])
@@ -303,5 +319,5 @@ def test_launch_refuses_clusters_with_an_mn_major_operand(a_major, b_major, monk
     a = a if a_major == "r" else a.T
     b = b if b_major == "r" else b.T
     c = np.zeros((M, N), ml_dtypes.bfloat16)
-    with pytest.raises(ValueError, match="cluster_m = 2 takes K-major operands only"):
+    with pytest.raises(ValueError, match="clusters take K-major operands only"):
         hg.launch(c, a, b, M, N, K, config=hg.GemmConfig(cluster_m=2))

@@ -1,5 +1,5 @@
 """``mbarrier_arrive_cluster(bar, rank)``: an arrival on the barrier at the same shared offset in another
-CTA of the cluster (``mapa`` + ``mbarrier.arrive.release.cluster.shared::cluster``), in PTX and in the
+CTA of the cluster (``mapa`` + ``mbarrier.arrive.shared::cluster``), in PTX and in the
 interpreter (which runs a cluster's CTAs together)."""
 import numpy as np
 import pytest
@@ -53,7 +53,7 @@ def test_arrive_cluster_ptx():
     ck = both_ctas_arrive.compile(signature=["*i32"], arch="sm_90a", block=32)
     ptx = ck.ptx
     assert ptx.count("mapa.shared::cluster.u32") == 2
-    assert ptx.count("mbarrier.arrive.release.cluster.shared::cluster.b64 _,") == 2
+    assert ptx.count("mbarrier.arrive.shared::cluster.b64 _,") == 2
     assert ".local" not in ptx and ck.resources.spill_bytes == 0
 
 

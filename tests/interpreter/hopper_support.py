@@ -63,7 +63,7 @@ def gemm_args(a, b, c, config=None):
 
 
 def gemm_cluster_args(a, b, c, config, sms, b_mn=False):
-    """Runtime arguments and grid of a ``cluster_m`` = 2 launch (K-major A; B K-major, or MN-major: B
+    """Runtime arguments and grid of a ``cluster_m`` or ``cluster_n`` = 2 launch (K-major A; B K-major, or MN-major: B
     row-major, ``b_mn``) under ``hopper_gemm.schedule`` for ``sms`` SMs: ``dp_tiles`` counts the clusters'
     tile pairs."""
     h = hopper_gemm

@@ -73,7 +73,7 @@ def test_small_configs_match_float64(name):
     assert relative_error(a, b, c) < 4e-3
 
 
-# 2 x 1 clusters sharing B by TMA multicast (cluster_m = 2): the interpreter runs a cluster's two CTAs
+# 2 x 1 clusters sharing B by TMA multicast (cluster_m = 2), or A (cluster_n = 2): the interpreter runs a cluster's two CTAs
 # together, delivers each multicast box to both and checks every stage's refill is ordered after both
 # CTAs' WGMMAs read it (the remote releases)
 CLUSTER_SHAPES = {
@@ -82,6 +82,10 @@ CLUSTER_SHAPES = {
     "64x64-one-cluster": (dict(tn=64, consumers=1, stages=2, cluster_m=2), (136, 72, 136), 2),
     "64x64-two-clusters": (dict(tn=64, consumers=1, stages=2, cluster_m=2), (136, 72, 136), 4),
     "64x64-direct": (dict(tn=64, consumers=1, stages=3, cluster_m=2, direct=True), (136, 70, 72), 2),
+    # 1 x 2 clusters sharing A (cluster_n = 2): 3 N tiles of 64 (the second pair's peer lies past N)
+    "64x64-along-n-one-cluster": (dict(tn=64, consumers=1, stages=2, cluster_n=2), (72, 136, 136), 2),
+    "64x64-along-n-two-clusters": (dict(tn=64, consumers=1, stages=2, cluster_n=2), (136, 136, 72), 4),
+    "64x64-along-n-direct": (dict(tn=64, consumers=1, stages=3, cluster_n=2, direct=True), (70, 136, 72), 2),
 }
 
 
@@ -134,8 +138,8 @@ def test_cluster_without_remote_releases_is_a_hazard(tmp_path):
     from tylo.interpreter import HazardError
 
     src = (EXAMPLES / "hopper_gemm.py").read_text()
-    mutated = src.replace("mb.mbarrier_init(empty + s, CONSUMERS * CLUSTER_M)", "mb.mbarrier_init(empty + s, CONSUMERS)")
-    mutated = mutated.replace("        for r in tylo.static_range(CLUSTER_M):\n            mb.mbarrier_arrive_cluster(bar, r)",
+    mutated = src.replace("mb.mbarrier_init(empty + s, CONSUMERS * CLUSTER)", "mb.mbarrier_init(empty + s, CONSUMERS)")
+    mutated = mutated.replace("        for r in tylo.static_range(CLUSTER):\n            mb.mbarrier_arrive_cluster(bar, r)",
                               "        mb.mbarrier_arrive(bar)")
     assert mutated.count("mbarrier_arrive_cluster(") == 0 and mutated != src
     path = tmp_path / "hopper_gemm_local_release.py"

@@ -11,7 +11,7 @@ builtin                         PTX
 mbarrier_init(bar, count)       ``mbarrier.init.shared::cta.b64 [bar], count``
 mbarrier_arrive(bar) -> u64     ``mbarrier.arrive.shared::cta.b64 state, [bar]``
 mbarrier_arrive_cluster(b, r)   ``mapa.shared::cluster.u32 a, b, r`` +
-                                ``mbarrier.arrive.release.cluster.shared::cluster.b64 _, [a]``
+                                ``mbarrier.arrive.shared::cluster.b64 _, [a]``
 mbarrier_arrive_expect_tx(b,n)  ``mbarrier.arrive.expect_tx.shared::cta.b64 state, [b], n``
 mbarrier_expect_tx(bar, n)      ``mbarrier.expect_tx.relaxed.cta.shared::cta.b64 [bar], n``
 mbarrier_try_wait(b, p) -> bool ``mbarrier.try_wait.parity.shared::cta.b64 P, [b], p``

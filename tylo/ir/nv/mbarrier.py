@@ -36,7 +36,7 @@ DEFINITIONS = define_ops(
     OpDef("nv.mbarrier.init", 2, 0, False, _bar_check, doc="bar, count: mbarrier.init.shared::cta.b64", **_RW),
     OpDef("nv.mbarrier.arrive", 1, 1, False, _state_check, doc="bar -> u64 state: mbarrier.arrive", **_RW),
     OpDef("nv.mbarrier.arrive_cluster", 2, 0, False, _bar_check,
-          doc="bar, CTA rank: mapa + mbarrier.arrive.release.cluster.shared::cluster on that CTA's barrier", **_RW),
+          doc="bar, CTA rank: mapa + mbarrier.arrive.shared::cluster on that CTA's barrier", **_RW),
     OpDef("nv.mbarrier.arrive_expect_tx", 2, 1, False, _state_check,
           doc="bar, tx bytes -> u64 state: mbarrier.arrive.expect_tx", **_RW),
     OpDef("nv.mbarrier.expect_tx", 2, 0, False, _bar_check, doc="bar, tx bytes: mbarrier.expect_tx", **_RW),
