@@ -2,7 +2,7 @@
 # compute-sanitizer over GPU tests in parallel shards (one pytest process per shard, all on the one GPU):
 # a racecheck of a whole test file is ~10 s per test in one process, mostly host-side instrumentation.
 #   bash scripts/sanitize_shards.sh racecheck 6 400 tests/hopper/test_hopper_attention_gpu.py
-# args: tool, shards, seconds per shard, test paths. Logs: $OUT/<tool>-<shard>.log; the summary
+# args: tool, shards, seconds per shard, test paths (or @FILE of test ids). Logs: $OUT/<tool>-<shard>.log; the summary
 # ($OUT/<tool>-summary.log) counts passed/failed tests and the sanitizer's error summaries per shard.
 set -o pipefail
 tool=$1; shards=$2; limit=$3; shift 3
@@ -11,7 +11,11 @@ mkdir -p "$OUT"
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1 PATH=$PATH:/usr/local/cuda/bin
 export TYLO_CACHE_DIR=${TYLO_CACHE_DIR:-/tmp/tylo-validate-cache}
 ids=$(mktemp)
-python -m pytest "$@" -m gpu -q -p no:cacheprovider --collect-only 2>/dev/null | grep '::' > "$ids"
+if [[ $1 == @* ]]; then     # @FILE: the test ids listed in FILE
+  grep '::' "${1#@}" > "$ids"
+else
+  python -m pytest "$@" -m gpu -q -p no:cacheprovider --collect-only 2>/dev/null | grep '::' > "$ids"
+fi
 echo "$tool: $(wc -l < "$ids") tests in $shards shards, ${limit} s each"
 for ((i = 0; i < shards; i++)); do
   awk -v n="$shards" -v i="$i" '(NR - 1) % n == i' "$ids" > "$ids.$i"
