@@ -73,7 +73,7 @@ def _legal(cfg, M, N, layout):
         return False
     kb_mn = layout[0] == "c" if cfg.swap_ab else layout[1] == "r"
     ka_mn = layout[1] == "r" if cfg.swap_ab else layout[0] == "c"
-    if cfg.cluster_m > 1 and (ka_mn or kb_mn):
+    if cfg.cluster_size > 1 and (ka_mn or kb_mn):
         return False            # clusters take K-major operands only (refused: wrong on the H200 otherwise)
     return not (kb_mn and cfg.tn % 64)
 
