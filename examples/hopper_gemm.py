@@ -138,6 +138,19 @@ def load_stage_multicast(tmap, ptr, mn0, k0, bar, MASK: tylo.constexpr, EXTENT: 
 
 
 @tylo.func
+def load_shared_stage(tmap, ptr, mn0, k0, bar, ring, rank, SHARERS: tylo.constexpr, EXTENT: tylo.constexpr,
+                      MN: tylo.constexpr):
+    """``load_stage`` of an operand tile that the SHARERS CTAs of a cluster share: at ring step ``ring``,
+    CTA ``ring % SHARERS`` loads it into the stage of every one of them (TMA multicast); unshared
+    (SHARERS = 1), each CTA loads its own."""
+    if SHARERS == 1:
+        load_stage(tmap, ptr, mn0, k0, bar, EXTENT, MN)
+    else:
+        if ring % SHARERS == rank:
+            load_stage_multicast(tmap, ptr, mn0, k0, bar, (1 << SHARERS) - 1, EXTENT, MN)
+
+
+@tylo.func
 def release_stage(bar, CLUSTER: tylo.constexpr):
     """A consumer warpgroup frees a ring stage: one arrival on ``empty`` of its own CTA, or, in a cluster
     whose CTAs multicast into each other's stages, on that stage's ``empty`` of every CTA of the cluster
@@ -380,18 +393,11 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
                         s = ring % STAGES
                         mb.mbarrier_wait(empty + s, ((ring // STAGES) & 1) ^ 1)   # a fresh ring is free
                         mb.mbarrier_arrive_expect_tx(full + s, (TM + TN) * 128)
-                        if CLUSTER_N == 1:
-                            load_stage(a_map, sa.ptr + s * (TM * BK), pm * TM, kt * BK, full + s, TM, A_MN)
-                        else:
-                            if ring % CLUSTER_N == rank:     # this CTA's turn to load A for the cluster
-                                load_stage_multicast(a_map, sa.ptr + s * (TM * BK), pm * TM, kt * BK, full + s,
-                                                     (1 << CLUSTER_N) - 1, TM, A_MN)
-                        if CLUSTER_M == 1:
-                            load_stage(b_map, sb.ptr + s * (TN * BK), pn * TN, kt * BK, full + s, TN, B_MN)
-                        else:
-                            if ring % CLUSTER_M == rank:     # this CTA's turn to load B for the cluster
-                                load_stage_multicast(b_map, sb.ptr + s * (TN * BK), pn * TN, kt * BK, full + s,
-                                                     (1 << CLUSTER_M) - 1, TN, B_MN)
+                        # A is shared along a cluster of N tiles, B along one of M tiles
+                        load_shared_stage(a_map, sa.ptr + s * (TM * BK), pm * TM, kt * BK, full + s, ring, rank,
+                                          CLUSTER_N, TM, A_MN)
+                        load_shared_stage(b_map, sb.ptr + s * (TN * BK), pn * TN, kt * BK, full + s, ring, rank,
+                                          CLUSTER_M, TN, B_MN)
                         ring += 1
                     it += ke - kb
     else:

@@ -3,6 +3,7 @@ stream-K (the in-kernel fixup), 2 x 1 clusters with B multicast and the register
 against a float64 product on ragged and tiny shapes (M, N or K = 1), bf16 and fp8; split-K and stream-K
 results bitwise equal run to run, with the arrival counters back at zero after each launch; clusters on
 large and ragged shapes bitwise equal to the same tile without them; the heuristic's own choices."""
+import dataclasses
 import os
 import sys
 
@@ -198,6 +199,6 @@ def test_misaligned_rows_run_in_clusters(M, N, K, pitch):
     assert cfg.cluster_m == 2
     _check(torch, c, a, b)
     ref = torch.full_like(c, float("nan"))
-    hg.launch(ref, a, b, M, N, K, config=hg.replace(cfg, cluster_m=1))
+    hg.launch(ref, a, b, M, N, K, config=dataclasses.replace(cfg, cluster_m=1))
     torch.cuda.synchronize()
     assert torch.equal(c, ref)

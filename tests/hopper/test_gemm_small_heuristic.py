@@ -1,6 +1,7 @@
 """CPU tests of hopper_gemm's cost model and choose_config against the session 6 H200 sweep
 (/work/notes/data/s6_gemm_sweep.log, docs/hopper.md): bf16, A row-major, B column-major, 132 SMs,
 each configuration timed in the same run."""
+import dataclasses
 import os
 import sys
 
@@ -237,7 +238,7 @@ def test_misaligned_k_major_rows_run_in_clusters():
         plain = hg.choose_config(M, N, K, tylo.bf16, SMS, True, True, 128)
         clustered = hg.choose_config(M, N, K, tylo.bf16, SMS, True, True)     # contiguous: pitch K * 2 bytes
         assert clustered == hg.choose_config(M, N, K, tylo.bf16, SMS, True, True, 16)
-        assert plain.cluster_m == 1 and clustered == hg.replace(plain, cluster_m=2)
+        assert plain.cluster_m == 1 and clustered == dataclasses.replace(plain, cluster_m=2)
     # aligned rows, an MN-major operand (the cluster kernel refuses it), one M tile: no cluster
     assert hg.choose_config(4096, 4096, 4096, tylo.bf16, SMS, True, True).cluster_m == 1
     assert hg.choose_config(3000, 5000, 2000, tylo.bf16, SMS, True, True, 32).cluster_m == 1
