@@ -16,7 +16,6 @@ no key).
 Mutants judged safe (not required to be reported, not run) are listed in ``SAFE`` with the reason;
 each is a redundant synchronisation of this kernel by the PTX ISA's rules, not a gap of the checker.
 """
-import copy
 import math
 import pathlib
 import sys
@@ -24,6 +23,7 @@ import sys
 import ml_dtypes
 import numpy as np
 import pytest
+from ir_mutation import mutate, sync_sites
 
 from tylo.interpreter import HazardError, run
 
@@ -69,46 +69,12 @@ SAFE = {
 }
 
 
-def _blocks(block):
-    yield block
-    for op in block.ops:
-        for inner in op.blocks:
-            yield from _blocks(inner)
-
-
 def _ir():
     return ba.attention_fwd.lower(signature=ba.signature(), constexprs=ba.constexprs_for(D, CAUSAL),
                                   arch="sm_100a", block=(ba.THREADS,))
 
 
 IR = _ir()
-
-
-def _sites(kernel):
-    seen, out = {}, []
-    for op in kernel.body.walk():
-        if op.name in SYNC_OPS:
-            k = seen.get(op.name, 0)
-            seen[op.name] = k + 1
-            out.append((op.name, k))
-    return out
-
-
-def _without(kernel, name, occurrence):
-    """The kernel with the ``occurrence``-th op called ``name`` (in ``walk`` order, as ``_sites`` counts)
-    deleted; ops that pass values through (wait::ld) forward them."""
-    k = copy.deepcopy(kernel)
-    target = [op for op in k.body.walk() if op.name == name][occurrence]
-    for block in _blocks(k.body):
-        for i, op in enumerate(block.ops):
-            if op is target:
-                del block.ops[i]
-                n = len(op.results)
-                forward = {id(r): v for r, v in zip(op.results, op.operands[len(op.operands) - n:])}
-                for other in k.body.walk():
-                    other.operands = [forward.get(id(v), v) for v in other.operands]
-                return k
-    raise LookupError((name, occurrence))
 
 
 LENS_Q, LENS_K = (136, 136), (264, 100)
@@ -141,10 +107,10 @@ def _launch(kernel, seed):
 
 
 def test_the_mutation_set_covers_every_kind():
-    names = {n for n, _ in _sites(IR)}
+    names = {n for n, _ in sync_sites(IR, SYNC_OPS)}
     assert {"nv.tcgen05.commit", "nv.mbarrier.wait", "nv.tcgen05.wait_ld", "nv.tcgen05.wait_st",
             "nv.tcgen05.fence_before", "nv.tcgen05.fence_after"} <= names
-    assert set(SAFE) <= set(_sites(IR)), "a SAFE entry names no op of the kernel"
+    assert set(SAFE) <= set(sync_sites(IR, SYNC_OPS)), "a SAFE entry names no op of the kernel"
 
 
 @pytest.mark.slow
@@ -173,10 +139,10 @@ REPRESENTATIVE = {("nv.tcgen05.commit", 0), ("nv.mbarrier.wait", 2), ("nv.tcgen0
 def _params():
     """Every site but those judged safe (``SAFE``, each with its reason)."""
     return [pytest.param(s, id=f"{s[0]}-{s[1]}", marks=() if s in REPRESENTATIVE else pytest.mark.slow)
-            for s in _sites(IR) if s not in SAFE]
+            for s in sync_sites(IR, SYNC_OPS) if s not in SAFE]
 
 
 @pytest.mark.parametrize("site", _params())
 def test_each_unsafe_mutant_is_reported(site):
-    outcome = _outcome(_without(IR, *site))
+    outcome = _outcome(mutate(IR, "remove", *site))
     assert outcome != "passes", f"removing {site[0]} #{site[1]} ran clean and right on seeds {SEEDS}"

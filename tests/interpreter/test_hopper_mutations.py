@@ -35,14 +35,11 @@ Every other mutant (all waits, arrivals, commits, named barriers, the CTA barrie
 fences of the epilogue, wrong parities) is reported. One representative per kind runs by default;
 the whole set is marked ``slow`` (``.ci/run`` runs it). Too few stages (one) is a reported deadlock.
 """
-import copy
-
 import pytest
 from hopper_support import gemm_args, gemm_fixup_args, gemm_ir, gemm_operands, hopper_gemm, relative_error
+from ir_mutation import mutate, sync_sites
 
 from tylo.interpreter import HazardError, run
-from tylo.ir import types as T
-from tylo.ir.core import Op
 
 SYNC_OPS = ("nv.mbarrier.wait", "nv.mbarrier.arrive", "nv.mbarrier.arrive_expect_tx", "nv.fence",
             "nv.named_barrier", "nv.barrier", "nv.wgmma.fence", "nv.wgmma.commit_group", "nv.wgmma.wait_group",
@@ -55,57 +52,6 @@ SEEDS = (0, 1, 2)
 SHAPE = (256, 256, 192)
 SPLIT_CONFIG = hopper_gemm.GemmConfig(tn=64, consumers=1, stages=2, split_k=3, direct=True)
 SPLIT_SHAPE = (64, 128, 384)      # 1 x 2 tiles, 6 K steps in 3 ranges of 2
-
-
-def _blocks(block):
-    yield block
-    for op in block.ops:
-        for b in op.blocks:
-            yield from _blocks(b)
-
-
-def _sync_sites(kernel):
-    """``(name, occurrence)`` of every synchronisation op, in program order."""
-    seen = {}
-    out = []
-    for op in kernel.body.walk():
-        if op.name in SYNC_OPS:
-            k = seen.get(op.name, 0)
-            seen[op.name] = k + 1
-            out.append((op.name, k))
-    return out
-
-
-def _find(kernel, name, occurrence):
-    k = 0
-    for block in _blocks(kernel.body):
-        for i, op in enumerate(block.ops):
-            if op.name == name:
-                if k == occurrence:
-                    return block, i, op
-                k += 1
-    raise LookupError((name, occurrence))
-
-
-def _forward(kernel, mapping):
-    for op in kernel.body.walk():
-        op.operands = [mapping.get(id(v), v) for v in op.operands]
-
-
-def mutate(kernel, kind, name, occurrence):
-    k = copy.deepcopy(kernel)
-    block, i, op = _find(k, name, occurrence)
-    if kind == "remove":
-        del block.ops[i]
-        # ops that pass accumulators through (wgmma fence / wait) forward them
-        n = len(op.results)
-        _forward(k, {id(r): v for r, v in zip(op.results, op.operands[len(op.operands) - n:])})
-    elif kind == "flip_parity":
-        one = Op("arith.constant", [], [T.i32], {"value": 1}, loc=op.loc)
-        flipped = Op("arith.xor", [op.operands[1], one.results[0]], [T.i32], loc=op.loc)
-        block.ops[i:i] = [one, flipped]
-        op.operands[1] = flipped.results[0]
-    return k
 
 
 def _run_tma(kernel, seed):
@@ -135,7 +81,7 @@ def _run(kernel, seed, base="tma"):
 
 def _mutants(base):
     kernel = BASES[base][0]()
-    sites = _sync_sites(kernel)
+    sites = sync_sites(kernel, SYNC_OPS)
     out = [(base, "remove", n, k) for n, k in sites]
     out += [(base, "flip_parity", n, k) for n, k in sites if n == "nv.mbarrier.wait"]
     return out

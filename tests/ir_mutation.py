@@ -1,9 +1,11 @@
-"""Mutants of a kernel's IR for the hazard checker's mutation tests: one synchronisation op removed or
-weakened, addressed as ``(op name, occurrence)`` in program order (``sync_sites``).
+"""Mutants of a kernel's IR for the hazard checker's mutation tests (tests/interpreter and tests/blackwell):
+one synchronisation op removed or weakened, addressed as ``(op name, occurrence)`` in program order
+(``sync_sites``).
 
 Kinds (``mutate``):
-* ``remove``: the op is deleted; ops that pass WGMMA accumulators through (``wgmma.fence``,
-  ``wgmma.wait_group``) forward their operands to their results' users.
+* ``remove``: the op is deleted; ops that pass values through (``wgmma.fence`` and ``wgmma.wait_group``
+  their accumulators, ``tcgen05.wait::ld`` its loaded registers) forward their operands to their
+  results' users.
 * ``flip_parity``: an ``mbarrier.wait`` waits on the other parity (``parity ^ 1``).
 * ``drop_tx``: an ``mbarrier.arrive_expect_tx`` becomes a plain ``mbarrier.arrive`` (no transaction
   bytes expected: the phase can complete before the TMA's bytes land).
