@@ -767,9 +767,9 @@ def candidate_configs(M, N, K, dtype=tylo.bf16, a_k_major=True, b_k_major=False)
     return out
 
 
-# K-major operand rows whose byte addresses are 16- but not 32-byte aligned make TMA loads slow (each
-# 128-byte box row spans two L2 lines); a 2 x 1 cluster, whose B tile is loaded once per pair by
-# multicast, measured 1.12-1.24x the same tile without it there (docs/hopper.md)
+# K-major operand rows whose byte addresses are 16- but not 32-byte aligned make TMA loads slow (measured;
+# likely because each 128-byte box row then spans two L2 lines); a 2 x 1 cluster, whose B tile is loaded
+# once per pair by multicast, measured 1.12-1.24x the same tile without it there (docs/hopper.md)
 CLUSTER_BELOW_ROW_ALIGN = 32
 
 
