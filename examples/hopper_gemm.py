@@ -773,14 +773,19 @@ def candidate_configs(M, N, K, dtype=tylo.bf16, a_k_major=True, b_k_major=False)
 CLUSTER_BELOW_ROW_ALIGN = 32
 
 
-def row_alignment(where, itemsize):
-    """The largest power of two, at most 128, dividing the byte address of every row of a row-major
-    storage ``(ptr, shape, strides)`` (``operand_storage``'s ``where``): its base and its pitch."""
-    ptr, shape, strides = where
+def byte_alignment(*byte_values):
+    """The largest power of two, at most 128, dividing every one of ``byte_values``."""
     align = 128
-    while align > 1 and (ptr % align or (shape[0] > 1 and strides[0] * itemsize % align)):
+    while align > 1 and any(v % align for v in byte_values):
         align //= 2
     return align
+
+
+def row_alignment(where, itemsize):
+    """The ``byte_alignment`` of every row's address in a row-major storage ``(ptr, shape, strides)``
+    (``operand_storage``'s ``where``): its base and, with more than one row, its pitch."""
+    ptr, shape, strides = where
+    return byte_alignment(ptr, strides[0] * itemsize) if shape[0] > 1 else byte_alignment(ptr)
 
 
 @functools.lru_cache(maxsize=4096)
@@ -800,7 +805,7 @@ def choose_config(M, N, K, dtype=tylo.bf16, sms=132, a_k_major=True, b_k_major=F
     in 2 x 1 clusters."""
     itemsize = dtype.itemsize
     if row_align is None:
-        row_align = row_alignment((0, (2, K), (K, 1)), itemsize)
+        row_align = byte_alignment(K * itemsize)
     default = GemmConfig(direct=N % 8 != 0)
     best, best_t = default, estimate_seconds(default, M, N, K, itemsize, sms)
     for cfg in candidate_configs(M, N, K, dtype, a_k_major, b_k_major):

@@ -38,13 +38,6 @@ DEFAULT = hg.GemmConfig()
 PICK = "pick"         # choose_config's pick for the logical shape and layout
 
 
-def alignment(pitch_bytes):
-    a = 1
-    while a < 128 and pitch_bytes % (2 * a) == 0:
-        a *= 2
-    return a
-
-
 def stored(rows, cols, pitch, gen):
     """A (rows, cols) row-major bf16 view of a (rows, pitch) buffer."""
     return torch.randn(rows, pitch or cols, generator=gen, device="cuda").bfloat16()[:, :cols]
@@ -85,7 +78,7 @@ def timed_case(label, M, N, K, lay="rc", a_pitch=None, b_pitch=None, c_pitch=Non
     pitches = (a.stride(0) * 2, b.stride(1 if lay[1] == "c" else 0) * 2, c.stride(0) * 2)
     flops = 2.0 * M * N * K
     print(f"{label:<26} {M}x{N}x{K} {lay} {describe_config(config):<22} pitch {'/'.join(map(str, pitches)):<17} "
-          f"align {'/'.join(str(alignment(p)) for p in pitches):<10} tylo {t['tylo'] * 1e3:7.1f} us "
+          f"align {'/'.join(str(hg.byte_alignment(p)) for p in pitches):<10} tylo {t['tylo'] * 1e3:7.1f} us "
           f"{flops / t['tylo'] / 1e9:6.1f} TF  cuBLAS {t['cublas'] * 1e3:7.1f} us {flops / t['cublas'] / 1e9:6.1f} TF  "
           f"ratio {t['cublas'] / t['tylo']:.3f}", flush=True)
 

@@ -231,6 +231,11 @@ def test_row_alignment(where, align):
     assert hg.row_alignment(where, 2) == align
 
 
+def test_byte_alignment():
+    assert [hg.byte_alignment(b) for b in (2000, 4016, 4064, 4032, 4096, 0)] == [16, 16, 32, 64, 128, 128]
+    assert hg.byte_alignment(4096, 4064, 1024) == 32
+
+
 def test_misaligned_k_major_rows_run_in_clusters():
     # measured (session 7, same run): 3001x5000x2008 rc 121.5 -> 98.0 us, 1000^3 rc 10.9 -> 9.7 us with
     # the same tile in 2 x 1 clusters; aligned shapes gain nothing (4096^3 178.3 / 179.0, 2048^3 25.8 / 27.0)
