@@ -376,7 +376,8 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
     first_job = tylo.block_idx.x // CLUSTER
     job_step = tylo.grid_dim.x // CLUSTER
     jobs = dp_tiles + workers
-    wgi = mb.warpgroup_idx()
+    wgi = tylo.shfl_sync(mb.warpgroup_idx(), 0)    # broadcast from lane 0: provably warp-uniform, so ptxas keeps
+    #                                              descriptors and ring positions in uniform registers
     if wgi == 0:
         if CONSUMERS == 2:
             mb.setmaxnreg_dec(PRODUCER_REGS)

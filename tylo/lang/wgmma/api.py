@@ -241,8 +241,7 @@ def wgmma_operand(plan, role, tile, origin=(0, 0), *, _ctx):
         if not (isinstance(off, int) and off == 0):
             ptr = L.offset(_ctx, ptr, off)
     addr = _ctx.builder.value("nv.shared_address", [ptr], T.u32)
-    addr64 = L.cast(addr, T.u64, _ctx=_ctx)
-    desc = L.binary(_ctx, "+", L.binary(_ctx, ">>", addr64, 4), smem_descriptor(st, 0))
+    desc = _descriptor(_ctx, addr, smem_descriptor(st, 0))
     step_bytes = tuple(s * plan.dtype.itemsize for s in steps)
     if any(b % 16 for b in step_bytes):
         raise LangError(f"{what}: the K step of {role!r} is not a multiple of 16 bytes")
@@ -380,10 +379,31 @@ def _a_registers(ctx, plan, a, what):
     return words
 
 
-def _advance(ctx, desc, step: int):
+# The start-address field of a descriptor (bits 0-13) holds the shared address / 16, below 2^14 (shared
+# memory is under 256 KB): the base and every K advance stay in the low 32-bit word without a carry out of
+# it, so descriptors are built and advanced in 32-bit halves (a 64-bit add costs ptxas an add with carry
+# and its register moves per WGMMA, in the K loop of every kernel).
+_LOW_WORD = 0xFFFFFFFF
+
+
+def _descriptor(ctx, addr, static_fields: int):
+    """The u64 descriptor ``(addr >> 4) + static_fields`` (``addr``: u32 shared address; the static fields
+    leave the start-address bits zero)."""
     from .. import core as L
 
-    return desc if not step else L.binary(ctx, "+", desc, step)
+    low = L.binary(ctx, "+", L.binary(ctx, ">>", addr, 4), static_fields & _LOW_WORD)
+    return L.binary(ctx, "|", L.cast(low, T.u64, _ctx=ctx), static_fields & ~_LOW_WORD)
+
+
+def _advance(ctx, desc, step: int):
+    """``desc`` advanced by ``step`` 16-byte units (in the low word: see ``_descriptor``)."""
+    from .. import core as L
+
+    if not step:
+        return desc
+    low = L.binary(ctx, "+", L.cast(desc, T.u32, _ctx=ctx), step)
+    return L.binary(ctx, "|", L.binary(ctx, "&", desc, ~_LOW_WORD & 0xFFFFFFFFFFFFFFFF),
+                    L.cast(low, T.u64, _ctx=ctx))
 
 
 @builtin
