@@ -118,6 +118,19 @@ def test_k_origin_rule_and_k_offsets():
                          arch="sm_90a", block=128)
 
 
+def test_descriptors_are_built_and_advanced_in_the_low_word():
+    # the start address / 16 stays below 2^14, so wgmma_operand builds a descriptor and mma_async advances it
+    # along K in its low 32-bit word: each WGMMA's descriptor is a 32-bit word or-ed with the constant high
+    # fields, never a 64-bit add (an add with carry and its moves per WGMMA in every K loop)
+    plan = wg.WGMMA64(T.bf16, n=64, k=64)
+    ck = k_window.compile(signature="*f32", constexprs=dict(PLAN=plan, AT=tma.TMATile(T.bf16, (64, 64)), K0=0),
+                          arch="sm_90a", block=128)
+    defs = {reg: op for op, reg in re.findall(r"^\s*(\w+(?:\.\w+)*)\s+(%rd\d+),", ck.ptx, re.M)}
+    descs = re.findall(r"wgmma\.mma_async[^;]*\}, (%rd\d+), (%rd\d+),", ck.ptx)
+    assert len(descs) == 4
+    assert {defs[r] for pair in descs for r in pair} == {"or.b64"}, defs
+
+
 def test_operand_descriptor_values_on_the_host_encoding():
     # the descriptor's constant part is smem_descriptor(structure, 0); the K step of a K-major
     # 128B bf16 operand is 32 bytes (2 in descriptor units), of an MN-major one 16 rows * 128 B

@@ -57,7 +57,12 @@ def elect_one(*, _ctx):
 
 @builtin
 def warpgroup_idx(*, _ctx):
-    """The warpgroup of the thread: linear thread index // 128."""
+    """The warpgroup of the thread: linear thread index // 128.
+
+    ptxas cannot prove the result warp-uniform, so values computed from it (ring positions, shared
+    addresses, WGMMA descriptors) stay in vector registers. Where the whole warp is active, taking it
+    from lane 0 (``shfl_sync(warpgroup_idx(), 0)``) lets them live in uniform registers (docs/hopper.md,
+    "The K loop's instruction cost")."""
     from .core import binary, warp_id
 
     return binary(_ctx, ">>", warp_id(_ctx=_ctx), 2)

@@ -383,7 +383,7 @@ def _a_registers(ctx, plan, a, what):
 # memory is under 256 KB): the base and every K advance stay in the low 32-bit word without a carry out of
 # it, so descriptors are built and advanced in 32-bit halves (a 64-bit add costs ptxas an add with carry
 # and its register moves per WGMMA, in the K loop of every kernel).
-_LOW_WORD = 0xFFFFFFFF
+_LOW_WORD, _HIGH_WORD = 0xFFFF_FFFF, 0xFFFF_FFFF_0000_0000
 
 
 def _descriptor(ctx, addr, static_fields: int):
@@ -392,7 +392,7 @@ def _descriptor(ctx, addr, static_fields: int):
     from .. import core as L
 
     low = L.binary(ctx, "+", L.binary(ctx, ">>", addr, 4), static_fields & _LOW_WORD)
-    return L.binary(ctx, "|", L.cast(low, T.u64, _ctx=ctx), static_fields & ~_LOW_WORD)
+    return L.binary(ctx, "|", L.cast(low, T.u64, _ctx=ctx), static_fields & _HIGH_WORD)
 
 
 def _advance(ctx, desc, step: int):
@@ -402,8 +402,7 @@ def _advance(ctx, desc, step: int):
     if not step:
         return desc
     low = L.binary(ctx, "+", L.cast(desc, T.u32, _ctx=ctx), step)
-    return L.binary(ctx, "|", L.binary(ctx, "&", desc, ~_LOW_WORD & 0xFFFFFFFFFFFFFFFF),
-                    L.cast(low, T.u64, _ctx=ctx))
+    return L.binary(ctx, "|", L.binary(ctx, "&", desc, _HIGH_WORD), L.cast(low, T.u64, _ctx=ctx))
 
 
 @builtin
