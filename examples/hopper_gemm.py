@@ -376,8 +376,9 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
     first_job = tylo.block_idx.x // CLUSTER
     job_step = tylo.grid_dim.x // CLUSTER
     jobs = dp_tiles + workers
-    wgi = tylo.shfl_sync(mb.warpgroup_idx(), 0)    # broadcast from lane 0: provably warp-uniform, so ptxas keeps
-    #                                              descriptors and ring positions in uniform registers
+    # lane 0's warpgroup index: provably warp-uniform, so ptxas keeps the ring positions, barrier addresses
+    # and WGMMA descriptors in uniform registers (the small-tile K loop's cost: docs/hopper.md)
+    wgi = tylo.shfl_sync(mb.warpgroup_idx(), 0)
     if wgi == 0:
         if CONSUMERS == 2:
             mb.setmaxnreg_dec(PRODUCER_REGS)
