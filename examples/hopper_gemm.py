@@ -751,12 +751,9 @@ def candidate_configs(M, N, K, dtype=tylo.bf16, a_k_major=True, b_k_major=False)
         if swap and not a_k_major and M < 64:
             continue
         mk, nk = (N, M) if swap else (M, N)
-        kb_mn = (not a_k_major) if swap else (not b_k_major)    # the kernel's B operand is MN-major
         tns = sorted({t for t in (64, 128, 256)} | ({min(256, max(8, -(-nk // 8) * 8))} if nk < 64 else set()))
         for consumers in (1, 2):
             for tn in tns:
-                if kb_mn and tn % 64:
-                    continue
                 direct = swap or tn % 64 != 0 or nk % 8 != 0
                 stages = max_stages(64 * consumers, tn, direct, consumers)
                 for split in (1, 2, 3, 4, 6, 8, 12, 16):
@@ -766,7 +763,7 @@ def candidate_configs(M, N, K, dtype=tylo.bf16, a_k_major=True, b_k_major=False)
                                           swap_ab=swap, direct=direct))
                 out.append(GemmConfig(tn=tn, consumers=consumers, stages=stages, swap_ab=swap, direct=direct,
                                       stream_k=True))
-    return out
+    return [cfg for cfg in out if refusal(cfg, N, not a_k_major, not b_k_major) is None]
 
 
 # K-major operand rows whose byte addresses are 16- but not 32-byte aligned make TMA loads slow (measured;
@@ -802,9 +799,9 @@ def choose_config(M, N, K, dtype=tylo.bf16, sms=132, a_k_major=True, b_k_major=F
     one was faster: 64 x 128 over 64 x 256 at 128x14336x4096.)
 
     ``row_align``: the ``row_alignment`` of the K-major operands' rows (default: contiguous operands at
-    aligned bases, whose pitch is K elements). Below ``CLUSTER_BELOW_ROW_ALIGN``, with both operands
-    K-major (the cluster kernel's rule) and a bf16 whole-tile pick of more than one M tile, the pick runs
-    in 2 x 1 clusters."""
+    aligned bases, whose pitch is K elements). Below ``CLUSTER_BELOW_ROW_ALIGN``, for a bf16 whole-tile pick
+    of more than one M tile that ``launch`` runs in clusters (``refusal``: both operands K-major), the pick
+    runs in 2 x 1 clusters."""
     itemsize = dtype.itemsize
     if row_align is None:
         row_align = byte_alignment(K * itemsize)
@@ -817,9 +814,11 @@ def choose_config(M, N, K, dtype=tylo.bf16, sms=132, a_k_major=True, b_k_major=F
         t = estimate_seconds(cfg, M, N, K, itemsize, sms) / charge
         if t < best_t * EXACT_TIE:
             best, best_t = cfg, t
-    if (row_align < CLUSTER_BELOW_ROW_ALIGN and a_k_major and b_k_major and itemsize == 2 and not best.fixup
-            and not best.swap_ab and M > best.tm):         # a pair of M tiles to share B
-        best = replace(best, cluster_m=2)
+    if (row_align < CLUSTER_BELOW_ROW_ALIGN and itemsize == 2 and not best.fixup and not best.swap_ab
+            and M > best.tm):                               # a pair of M tiles to share B
+        clustered = replace(best, cluster_m=2)
+        if refusal(clustered, N, not a_k_major, not b_k_major) is None:
+            best = clustered
     return best
 
 
@@ -938,14 +937,32 @@ def launch(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=None
     return run()
 
 
+def refusal(config, N, a_mn=False, b_mn=False):
+    """Why ``launch`` refuses to run ``config`` for an N-column C and operands of these majors (``a_mn``: A
+    is M-contiguous, ``b_mn``: B is N-contiguous), or None. The one statement of these rules: ``launch``
+    raises it, the heuristic's candidates and clusters and the GPU tests' cases are filtered by it."""
+    ka_mn, kb_mn = (b_mn, a_mn) if config.swap_ab else (a_mn, b_mn)     # swap-AB: the kernel's A is B's storage
+    if not config.direct and N % 8:
+        return (f"TMA needs 16-byte aligned rows: N ({N}) must be a multiple of 8 for the TMA epilogue (a "
+                f"config with direct=True stores any N)")
+    if kb_mn and config.tn % 64:
+        return (f"an MN-major kernel B operand loads 64-wide boxes: tn ({config.tn}) must be a multiple of 64 "
+                f"({'A column-major with swap_ab' if config.swap_ab else 'B row-major'})")
+    if config.cluster_size > 1 and (ka_mn or kb_mn):
+        return ("clusters take K-major operands only (A row-major and B column-major, in the kernel's "
+                "orientation): with an MN-major operand it gave wrong results on the H200 (docs/hopper.md), so "
+                "launch refuses it")
+    return None
+
+
 def _check_arguments(M, N, K, config):
     if min(M, N, K) <= 0:
         raise ValueError(f"hopper_gemm: M, N and K must be positive, got {M}, {N}, {K}")
     if config is not None and not isinstance(config, GemmConfig):
         raise TypeError(f"hopper_gemm: config must be a GemmConfig, got {config!r}")
-    if config is not None and not config.direct and N % 8:
-        raise ValueError(f"hopper_gemm: TMA needs 16-byte aligned rows: N ({N}) must be a multiple of 8 "
-                         f"for the TMA epilogue (a config with direct=True stores any N)")
+    why = None if config is None else refusal(config, N)    # the rules that need no operand, before any is read
+    if why is not None:
+        raise ValueError(f"hopper_gemm: {why}")
 
 
 def prepare(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=None, config=None, autotune=False):
@@ -977,14 +994,9 @@ def prepare(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=Non
     else:
         mk, nk, ld_row, ld_col = M, N, ldc, 1
         ka, ka_mn, ka_where, kb, kb_mn, kb_where = a_store, a_mn, a_where, b_store, b_mn, b_where
-    if kb_mn and config.tn % 64:
-        raise ValueError(f"hopper_gemm: an MN-major kernel B operand loads 64-wide boxes: tn ({config.tn}) "
-                         f"must be a multiple of 64 "
-                         f"({'A column-major with swap_ab' if config.swap_ab else 'B row-major'})")
-    if config.cluster_size > 1 and (ka_mn or kb_mn):
-        raise ValueError("hopper_gemm: clusters take K-major operands only (A row-major and B column-major, "
-                         "in the kernel's orientation): with an MN-major operand it gave wrong results on the H200 "
-                         "(docs/hopper.md), so launch refuses it")
+    why = refusal(config, N, a_mn, b_mn)
+    if why is not None:
+        raise ValueError(f"hopper_gemm: {why}")
     a_plan, b_plan = operand_plans(config, dtype, ka_mn, kb_mn)
     a_map = _binding(a_plan, ka, ka_where)
     b_map = _binding(b_plan, kb, kb_where)
