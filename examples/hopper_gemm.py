@@ -699,7 +699,7 @@ def estimate_seconds(cfg, M, N, K, itemsize, sms):
     of the HBM traffic, where the rows TMA zero-fills past M and N count as traffic (measured: they cost
     like loads), and so is the cut tiles' part; plus the register epilogue's stores and a launch's fixed
     cost."""
-    mk, nk = (N, M) if cfg.swap_ab else (M, N)
+    mk, nk = kernel_operands(cfg, M, N)
     bk = 128 // itemsize
     try:
         plan = schedule(cfg, mk, nk, K, itemsize, sms)
@@ -937,11 +937,17 @@ def launch(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=None
     return run()
 
 
+def kernel_operands(config, a, b):
+    """(the kernel's A, its B) from what describes the logical A and B: swap-AB computes C^T = B^T A^T, so
+    the kernel's A is B's storage and its B is A's."""
+    return (b, a) if config.swap_ab else (a, b)
+
+
 def refusal(config, N, a_mn=False, b_mn=False):
     """Why ``launch`` refuses to run ``config`` for an N-column C and operands of these majors (``a_mn``: A
     is M-contiguous, ``b_mn``: B is N-contiguous), or None. The one statement of these rules: ``launch``
     raises it, the heuristic's candidates and clusters and the GPU tests' cases are filtered by it."""
-    ka_mn, kb_mn = (b_mn, a_mn) if config.swap_ab else (a_mn, b_mn)     # swap-AB: the kernel's A is B's storage
+    ka_mn, kb_mn = kernel_operands(config, a_mn, b_mn)
     if not config.direct and N % 8:
         return (f"TMA needs 16-byte aligned rows: N ({N}) must be a multiple of 8 for the TMA epilogue (a "
                 f"config with direct=True stores any N)")
@@ -988,12 +994,9 @@ def prepare(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=Non
                        if not mn]
             config = choose_config(M, N, K, dtype, sms, not a_mn, not b_mn, min(k_major, default=128))
     ldc = _output_row_stride(c, M, N)
-    if config.swap_ab:      # C^T (N, M) = B^T A^T: the kernel's A is B's storage, its B is A's
-        mk, nk, ld_row, ld_col = N, M, 1, ldc
-        ka, ka_mn, ka_where, kb, kb_mn, kb_where = b_store, b_mn, b_where, a_store, a_mn, a_where
-    else:
-        mk, nk, ld_row, ld_col = M, N, ldc, 1
-        ka, ka_mn, ka_where, kb, kb_mn, kb_where = a_store, a_mn, a_where, b_store, b_mn, b_where
+    mk, nk, ld_row, ld_col = (N, M, 1, ldc) if config.swap_ab else (M, N, ldc, 1)
+    (ka, ka_mn, ka_where), (kb, kb_mn, kb_where) = kernel_operands(config, (a_store, a_mn, a_where),
+                                                                   (b_store, b_mn, b_where))
     why = refusal(config, N, a_mn, b_mn)
     if why is not None:
         raise ValueError(f"hopper_gemm: {why}")

@@ -72,13 +72,19 @@ def load_variant(name, directory):
     return mod
 
 
+def ptx_counts(hg, kw):
+    """(wgmma.mma_async, TMA loads) in the sm_90a PTX of variant module ``hg`` under GemmConfig(**kw)."""
+    cfg = hg.GemmConfig(**kw)
+    ptx = hg.hopper_gemm._compile(hg.spec(config=cfg), "sm_90a", (cfg.threads, 1, 1)).ptx
+    stores = ptx.count(".global.shared::cta")           # the epilogue's TMA stores
+    return ptx.count("wgmma.mma_async"), ptx.count("cp.async.bulk.tensor") - stores
+
+
 def compile_only(variants, configs):
     for name, hg in variants.items():
         for kw in configs:
-            cfg = hg.GemmConfig(**kw)
-            ck = hg.hopper_gemm._compile(hg.spec(config=cfg), "sm_90a", (cfg.threads, 1, 1))
-            print(f"{name:7s} {kw}: {ck.ptx.count('wgmma.mma_async')} wgmma.mma_async, "
-                  f"{ck.ptx.count('cp.async.bulk.tensor') - ck.ptx.count('.global.shared::cta')} TMA loads in the PTX")
+            wgmmas, loads = ptx_counts(hg, kw)
+            print(f"{name:7s} {kw}: {wgmmas} wgmma.mma_async, {loads} TMA loads in the PTX")
 
 
 def fit(points):

@@ -16,16 +16,9 @@ def probe():
     return mod
 
 
-def _counts(hg, kw):
-    cfg = hg.GemmConfig(**kw)
-    ptx = hg.hopper_gemm._compile(hg.spec(config=cfg), "sm_90a", (cfg.threads, 1, 1)).ptx
-    stores = ptx.count(".global.shared::cta")
-    return ptx.count("wgmma.mma_async"), ptx.count("cp.async.bulk.tensor") - stores
-
-
 def test_variants_leave_out_one_side_each(probe, tmp_path):
     kw = probe.extra_configs(None, "consumers=1,tn=64,stages=8,split_k=2")[0]
-    full, no_mma, no_tma = (_counts(probe.load_variant(name, str(tmp_path)), kw)
+    full, no_mma, no_tma = (probe.ptx_counts(probe.load_variant(name, str(tmp_path)), kw)
                             for name in ("full", "no-mma", "no-tma"))
     assert full[0] == no_tma[0] > no_mma[0] > 0          # no-mma keeps only the tile's first step
     assert full[1] == no_mma[1] > 0 and no_tma[1] == 0    # no-tma loads nothing
