@@ -180,14 +180,17 @@ def describe_config(cfg):
     if cfg.swap_ab:
         text += " swapAB"
     if cfg.split_k > 1:
-        text += f" splitK{cfg.split_k}"
+        text += f" splitK{cfg.split_k}{' cluster' if cfg.split_cluster else ''}"
     if cfg.stream_k:
         text += " streamK"
     if cfg.direct:
         text += " direct"
-    if cfg.cluster_size > 1:
+    if cfg.cluster_m * cfg.cluster_n > 1:
         text += f" cluster{cfg.cluster_m}x{cfg.cluster_n}"
     return text
+
+
+_FLAG_FIELDS = ("stream_k", "swap_ab", "direct", "split_cluster")     # GemmConfig's bool fields
 
 
 def extra_configs(hg, text):
@@ -197,9 +200,8 @@ def extra_configs(hg, text):
     for item in filter(None, text.split(";")):
         kw = {}
         for pair in item.split(","):
-            k, v = pair.split("=")
-            kw[k.strip()] = v.strip() not in ("0", "False", "false") if k.strip() in ("stream_k", "swap_ab", "direct") \
-                else int(v)
+            k, v = (x.strip() for x in pair.split("="))
+            kw[k] = v not in ("0", "False", "false") if k in _FLAG_FIELDS else int(v)
         if "stages" not in kw:
             kw["stages"] = hg.max_stages(64 * kw.get("consumers", 2), kw.get("tn", 256), kw.get("direct", False),
                                          kw.get("consumers", 2))

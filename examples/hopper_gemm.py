@@ -312,12 +312,44 @@ def fixup(res, ws, counters, flags, job, tile, dp_tiles, workers, ktiles, sk_ite
     return done, res
 
 
+@tylo.func
+def cluster_reduce(res, ring, red, rank, cons, lead, TM: tylo.constexpr, TN: tylo.constexpr,
+                   CLUSTER_K: tylo.constexpr, CONSUMERS: tylo.constexpr):
+    """Split-K through distributed shared memory: the CLUSTER_K CTAs of a cluster computed the K ranges of one
+    tile (rank r the r-th) and each runs only that job, so a CTA's ring is free once its WGMMAs complete.
+    Rank 0 then tells the others (``red[1]``, remote arrivals) and they store their f32 partials into its ring
+    (``store_remote``: st.async, counted off rank 0's ``red[0]``); rank 0 adds them to its own in rank order
+    (bitwise the same every run). No workspace, counters or GPU-scope fences. Returns ``(rank == 0, sum)``."""
+    full = red                  # rank 0: every partial has landed in its ring
+    ready = red + 1             # ranks 1..: rank 0's ring may be written
+    parts = tylo.bitcast(ring, tylo.f32)
+    if CONSUMERS == 2:
+        mb.named_barrier_sync(3, 256)       # both consumers' WGMMAs are complete: the shared B stages are free
+    done = 0
+    if rank == 0:
+        if lead & (cons == 0):
+            mb.mbarrier_arrive_expect_tx(full, (CLUSTER_K - 1) * TM * TN * 4)
+            for r in tylo.static_range(1, CLUSTER_K):
+                mb.mbarrier_arrive_cluster(ready, r)
+        mb.mbarrier_wait(full, 0)
+        for r in tylo.static_range(1, CLUSTER_K):
+            part = tylo.SharedTile(parts + ((r - 1) * TM + cons * 64) * TN, fragment_order(TN))
+            res = res + tylo.load(part, accumulator_ownership(TN))
+        done = 1
+    else:
+        mb.mbarrier_wait(ready, 0)
+        part = tylo.SharedTile(parts + ((rank - 1) * TM + cons * 64) * TN, fragment_order(TN))
+        tylo.store_remote(part, res, full, 0)
+    return done, res
+
+
 @tylo.jit
 def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col, dp_tiles, workers,
                 STAGES: tylo.constexpr = 4, GROUP_M: tylo.constexpr = 8, C_BUFS: tylo.constexpr = 2,
                 A_MN: tylo.constexpr = False, B_MN: tylo.constexpr = False, DTYPE: tylo.constexpr = tylo.bf16,
                 TN: tylo.constexpr = 256, CONSUMERS: tylo.constexpr = 2, DIRECT: tylo.constexpr = False,
-                FIXUP: tylo.constexpr = False, CLUSTER_M: tylo.constexpr = 1, CLUSTER_N: tylo.constexpr = 1):
+                FIXUP: tylo.constexpr = False, CLUSTER_M: tylo.constexpr = 1, CLUSTER_N: tylo.constexpr = 1,
+                CLUSTER_K: tylo.constexpr = 1):
     """C_BUFS: 64x64 bf16 staging tiles per consumer (4 covers a whole 64 x 256 row band).
     A_MN / B_MN: the operand is MN-major (A column-major, B row-major), else K-major.
     DTYPE: the input type, bf16 or fp8 (e4m3/e5m2: K-major only; C is bf16 either way).
@@ -335,19 +367,28 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
     releases of the consumers of every CTA (remote arrivals), so no producer overwrites a stage a peer still
     reads. A CTA whose tile lies past M still loads (zero-filled A), computes and releases, but stores
     nothing. CLUSTER_N: the same along N (``cluster=(CLUSTER_N, 1, 1)``): horizontally adjacent tiles (N tiles
-    CLUSTER_N j + rank, one M tile) share the A tile, and each CTA loads its own B. At most one of the
-    two is above 1."""
+    CLUSTER_N j + rank, one M tile) share the A tile, and each CTA loads its own B. CLUSTER_K: split-K whose
+    ``workers`` (K ranges, consecutive per tile) run as clusters of CLUSTER_K CTAs, one job per CTA (grid =
+    ``workers``), summed in rank 0's shared memory (``cluster_reduce``; no fixup). At most one of the three
+    is above 1."""
     PLAN = wgmma_plan(DTYPE, TN)
     BK = k_step(DTYPE)
     TM = 64 * CONSUMERS
     GROUPS = BK // PLAN.k                    # WGMMA groups per K step
-    CLUSTER = CLUSTER_M * CLUSTER_N          # CTAs per cluster
-    sa = tylo.shared_array(DTYPE, (STAGES * TM * BK,), align=1024)
-    sb = tylo.shared_array(DTYPE, (STAGES * TN * BK,), align=1024)
+    SHARERS = CLUSTER_M * CLUSTER_N          # CTAs whose ring stages are filled together (multicast)
+    CLUSTER = SHARERS * CLUSTER_K            # CTAs per cluster
+    # the A stages, then the B stages (one array: cluster_reduce reuses all of it for the partials)
+    stages_smem = tylo.shared_array(DTYPE, (STAGES * (TM + TN) * BK,), align=1024)
+    tylo.static_assert(CLUSTER_K == 1 or (CLUSTER_K - 1) * TM * TN * 4 <= STAGES * (TM + TN) * BK * DTYPE.itemsize,
+                       "the ring must hold the CLUSTER_K - 1 partial tiles that rank 0 receives")
+    sa_ptr = stages_smem.ptr
+    sb_ptr = stages_smem.ptr + STAGES * TM * BK
     sc = tylo.shared_array(tylo.bf16, (staging_elems(DIRECT, CONSUMERS, C_BUFS),), align=1024)
     bars = tylo.shared_array(tylo.u64, (2 * STAGES,), align=8)
     if FIXUP:
         flags = tylo.shared_array(tylo.i32, (2,), align=8)      # "this half arrived last", per consumer
+    if CLUSTER_K > 1:
+        red = tylo.shared_array(tylo.u64, (2,), align=8)        # cluster_reduce's two barriers
     full = bars.ptr
     empty = bars.ptr + STAGES
     tid = tylo.thread_idx.x
@@ -358,7 +399,10 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
             tma.prefetch_tma_descriptor(c_map)
         for s in tylo.static_range(STAGES):
             mb.mbarrier_init(full + s, 1)         # the producer's arrive.expect_tx (+ TMA bytes)
-            mb.mbarrier_init(empty + s, CONSUMERS * CLUSTER)    # one release per consumer warpgroup (of each CTA)
+            mb.mbarrier_init(empty + s, CONSUMERS * SHARERS)    # one release per consumer warpgroup (of each CTA)
+        if CLUSTER_K > 1:
+            mb.mbarrier_init(red.ptr, 1)          # rank 0's arrive.expect_tx (+ the partials' bytes)
+            mb.mbarrier_init(red.ptr + 1, 1)      # rank 0's remote arrival
         mb.fence_mbarrier_init()
         mb.fence_view_async_shared()
     if CLUSTER == 1:
@@ -373,12 +417,16 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
     ktiles = (K + BK - 1) // BK
     sk_iters = (num_g * num_gn - dp_tiles) * ktiles     # the stream-K tiles' iterations
     rank = tylo.block_idx.x % CLUSTER                   # the cluster rank: clusters are CLUSTER x 1 x 1
-    first_job = tylo.block_idx.x // CLUSTER
-    job_step = tylo.grid_dim.x // CLUSTER
+    first_job = tylo.block_idx.x // SHARERS             # (a job per CTA with CLUSTER_K)
+    job_step = tylo.grid_dim.x // SHARERS
     jobs = dp_tiles + workers
-    # lane 0's warpgroup index: provably warp-uniform, so ptxas keeps the ring positions, barrier addresses
-    # and WGMMA descriptors in uniform registers (the small-tile K loop's cost: docs/hopper.md)
-    wgi = tylo.shfl_sync(mb.warpgroup_idx(), 0)
+    # one consumer: lane 0's warpgroup index, provably warp-uniform, so ptxas keeps the ring positions,
+    # barrier addresses and WGMMA descriptors in uniform registers (the small-tile K loop's cost:
+    # docs/hopper.md); two consumers measured 0.5-2% faster without the broadcast (validation.md, session 9)
+    if CONSUMERS == 1:
+        wgi = tylo.shfl_sync(mb.warpgroup_idx(), 0)
+    else:
+        wgi = mb.warpgroup_idx()
     if wgi == 0:
         if CONSUMERS == 2:
             mb.setmaxnreg_dec(PRODUCER_REGS)
@@ -396,9 +444,9 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
                         mb.mbarrier_wait(empty + s, ((ring // STAGES) & 1) ^ 1)   # a fresh ring is free
                         mb.mbarrier_arrive_expect_tx(full + s, (TM + TN) * 128)
                         # A is shared along a cluster of N tiles, B along one of M tiles
-                        load_shared_stage(a_map, sa.ptr + s * (TM * BK), pm * TM, kt * BK, full + s, ring, rank,
+                        load_shared_stage(a_map, sa_ptr + s * (TM * BK), pm * TM, kt * BK, full + s, ring, rank,
                                           CLUSTER_N, TM, A_MN)
-                        load_shared_stage(b_map, sb.ptr + s * (TN * BK), pn * TN, kt * BK, full + s, ring, rank,
+                        load_shared_stage(b_map, sb_ptr + s * (TN * BK), pn * TN, kt * BK, full + s, ring, rank,
                                           CLUSTER_M, TN, B_MN)
                         ring += 1
                     it += ke - kb
@@ -418,29 +466,32 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
                 pm, pn = group_tile(tile, num_g, num_gn, rank, GROUP_M, CLUSTER_M, CLUSTER_N)
                 s = ring % STAGES
                 mb.mbarrier_wait(full + s, (ring // STAGES) & 1)
-                pending = mma_stage(PLAN, a_map, b_map, sa.ptr + s * (TM * BK), sb.ptr + s * (TN * BK), cons * 64,
+                pending = mma_stage(PLAN, a_map, b_map, sa_ptr + s * (TM * BK), sb_ptr + s * (TN * BK), cons * 64,
                                     zero_accumulator(PLAN), A_MN, B_MN, TM, TN)
                 prev = s
                 ring += 1
                 for _kt in range(kb + 1, ke):
                     s = ring % STAGES
                     mb.mbarrier_wait(full + s, (ring // STAGES) & 1)
-                    pending = mma_stage(PLAN, a_map, b_map, sa.ptr + s * (TM * BK), sb.ptr + s * (TN * BK),
+                    pending = mma_stage(PLAN, a_map, b_map, sa_ptr + s * (TM * BK), sb_ptr + s * (TN * BK),
                                         cons * 64, pending, A_MN, B_MN, TM, TN)
                     pending = wg.wait_mma(pending, GROUPS)   # step kt-1 is complete: release its stage
                     if lead:
-                        release_stage(empty + prev, CLUSTER)
+                        release_stage(empty + prev, SHARERS)
                     prev = s
                     ring += 1
                 acc = wg.wait_mma(pending)
                 if lead:
-                    release_stage(empty + prev, CLUSTER)
+                    release_stage(empty + prev, SHARERS)
                 res = wg.finish_mma(acc)
                 done = 1
                 if FIXUP:
                     if (kb > 0) | (ke < ktiles):         # a tile cut between workers
                         done, res = fixup(res, ws, counters, flags.ptr, job, tile, dp_tiles, workers, ktiles,
                                           sk_iters, cons, lead, TM, TN, CONSUMERS)
+                if CLUSTER_K > 1:
+                    done, res = cluster_reduce(res, stages_smem.ptr, red.ptr, rank, cons, lead, TM, TN, CLUSTER_K,
+                                               CONSUMERS)
                 if CLUSTER_M > 1:
                     done = tylo.where(pm < num_m, 1, 0)      # a cluster's tile past M (odd M tiles) stores nothing
                 if CLUSTER_N > 1:
@@ -500,6 +551,8 @@ AOT = [(hopper_gemm, [C_TILE, A_TILE, B_TILE, *_RUNTIME], {"STAGES": 4, "GROUP_M
 # static + dynamic shared memory of a CTA (nvJitLink reports 1024 static bytes for sm_90a kernels: the 1024
 # in GemmConfig.shared_bytes and max_stages)
 SHARED_LIMIT = resource_limits("sm_90a").shared_bytes_per_block
+SM_RESERVED_SHARED = resource_limits("sm_90a").reserved_shared_bytes      # the driver's, per CTA
+SM_SHARED_BYTES = SHARED_LIMIT + SM_RESERVED_SHARED                        # one SM's 228 KB
 MAX_STAGES = 8
 
 
@@ -514,7 +567,9 @@ class GemmConfig:
     a multiple of 8) instead of through shared memory and TMA. ``cluster_m`` = 2: 2 x 1 thread-block
     clusters whose two CTAs take vertically adjacent tiles and share their B tile through TMA multicast
     (half the B traffic from L2; no split-K / stream-K); ``cluster_n`` = 2: the same for horizontally
-    adjacent tiles, which share their A tile."""
+    adjacent tiles, which share their A tile. ``split_cluster``: the ``split_k`` CTAs of a tile run as one
+    cluster and sum their partials in the first one's shared memory (``cluster_reduce``: no workspace,
+    counters or GPU-scope fences; split_k from 2 to 8, the partials must fit in the ring, one job per CTA)."""
     tn: int = BN
     consumers: int = 2
     stages: int = 4
@@ -526,6 +581,7 @@ class GemmConfig:
     stream_k: bool = False
     cluster_m: int = 1
     cluster_n: int = 1
+    split_cluster: bool = False
 
     def __post_init__(self):
         if self.consumers not in (1, 2):
@@ -539,7 +595,14 @@ class GemmConfig:
         if self.cluster_m not in (1, 2) or self.cluster_n not in (1, 2) or self.cluster_m * self.cluster_n > 2:
             raise ValueError(f"GemmConfig: cluster_m = 2 (pairs of M tiles sharing B) or cluster_n = 2 (pairs of N "
                              f"tiles sharing A), not both; got {self}")
-        if self.cluster_size > 1 and self.fixup:
+        if self.split_cluster and not (2 <= self.split_k <= 8 and self.cluster_m * self.cluster_n == 1):
+            raise ValueError(f"GemmConfig: split_cluster runs the split_k (2 to 8) CTAs of a tile as one cluster, "
+                             f"without cluster_m / cluster_n; got {self}")
+        if self.split_cluster and (self.split_k - 1) * self.tm * self.tn * 4 > self.stages * (self.tm + self.tn) * 128:
+            raise ValueError(f"GemmConfig: split_cluster's {self.split_k - 1} f32 partial tiles do not fit in the "
+                             f"ring of {self.stages} stages that receives them; use more stages or fewer splits: "
+                             f"{self}")
+        if self.cluster_m * self.cluster_n > 1 and self.fixup:
             raise ValueError(f"GemmConfig: clusters run whole tiles; they do not combine with split_k or "
                              f"stream_k: {self}")
         if not self.direct and (self.swap_ab or self.tn % 64):
@@ -560,21 +623,27 @@ class GemmConfig:
     @property
     def shared_bytes(self):
         staging = 2 * staging_elems(self.direct, self.consumers, self.c_bufs)
-        return self.stages * (self.tm + self.tn) * 128 + staging + 16 * self.stages + 8 * self.fixup + 1024
+        return (self.stages * (self.tm + self.tn) * 128 + staging + 16 * self.stages + 8 * self.fixup
+                + 16 * self.split_cluster + 1024)
 
     @property
     def fixup(self):
-        """The kernel reduces tiles cut between workers (split-K or stream-K)."""
-        return self.split_k > 1 or self.stream_k
+        """The kernel reduces tiles cut between workers (split-K or stream-K) through global memory."""
+        return (self.split_k > 1 and not self.split_cluster) or self.stream_k
+
+    @property
+    def cluster_k(self):
+        """CTAs of a split_cluster cluster (the kernel's CLUSTER_K), else 1."""
+        return self.split_k if self.split_cluster else 1
 
     def constexprs(self, dtype, a_mn, b_mn):
-        """The kernel's constexpr parameters in order (STAGES .. CLUSTER_N)."""
+        """The kernel's constexpr parameters in order (STAGES .. CLUSTER_K)."""
         return (self.stages, self.group_m, self.c_bufs, a_mn, b_mn, dtype, self.tn, self.consumers,
-                self.direct, self.fixup, self.cluster_m, self.cluster_n)
+                self.direct, self.fixup, self.cluster_m, self.cluster_n, self.cluster_k)
 
     @property
     def cluster_size(self):
-        return self.cluster_m * self.cluster_n
+        return self.cluster_m * self.cluster_n * self.cluster_k
 
     @property
     def cluster(self):
@@ -633,10 +702,16 @@ def schedule(config, mk, nk, K, itemsize, sms):
     """
     ktiles = -(-K // (128 // itemsize))       # K steps of one 128-byte TMA row
     tiles = -(-mk // config.tm) * -(-nk // config.tn)
-    if config.cluster_size > 1:
+    if config.cluster_m * config.cluster_n > 1:
         cs = config.cluster_size
         groups = -(-mk // (config.tm * config.cluster_m)) * -(-nk // (config.tn * config.cluster_n))
         return Schedule(cs * max(1, min(sms // cs, groups)), groups, 0, groups, ktiles, cs)
+    if config.split_cluster:
+        if ktiles < config.split_k:
+            raise ValueError(f"hopper_gemm: split_cluster gives each of its {config.split_k} CTAs a K range, but K "
+                             f"has {ktiles} steps of {128 // itemsize}; use fewer splits")
+        # one job per CTA, the splits of a tile consecutive (a cluster); no fixup, so no workspace
+        return Schedule(tiles * config.split_k, 0, tiles * config.split_k, tiles, ktiles)
     if config.split_k > 1:
         split = min(config.split_k, ktiles)
         plan = Schedule(min(sms, tiles * split), 0, tiles * split, tiles, ktiles) if split > 1 else None
@@ -652,6 +727,17 @@ def schedule(config, mk, nk, K, itemsize, sms):
         raise ValueError(f"hopper_gemm: {plan.workers} workers over {plan.sk_iters} K iterations overflow the "
                          f"kernel's 32-bit share arithmetic; use fewer splits or no stream-K")
     return plan
+
+
+def fit_split_cluster(config, K, itemsize):
+    """``config`` with no more split_cluster CTAs than K has steps (each needs a K range): fewer splits, or
+    none (and no cluster) for a single K step."""
+    ktiles = -(-K // (128 // itemsize))
+    if not config.split_cluster or config.split_k <= ktiles:
+        return config
+    if ktiles >= 2:
+        return replace(config, split_k=ktiles)
+    return replace(config, split_k=1, split_cluster=False)
 
 
 DEFAULT = GemmConfig()
@@ -819,7 +905,27 @@ def choose_config(M, N, K, dtype=tylo.bf16, sms=132, a_k_major=True, b_k_major=F
         clustered = replace(best, cluster_m=2)
         if refusal(clustered, N, not a_k_major, not b_k_major) is None:
             best = clustered
+    if best.split_k > 1 and itemsize == 2 and split_cluster_pays(best):
+        clustered = replace(best, split_cluster=True)
+        if refusal(clustered, N, not a_k_major, not b_k_major) is None:
+            best = clustered
     return best
+
+
+def split_cluster_pays(cfg):
+    """Whether the split-K configuration ``cfg`` runs faster with ``split_cluster`` (H200, session 9,
+    docs/hopper.md): tiles at most 64 wide (64 x 64 split 2 gained 4%, swap-AB 64 / 128 x 8 and x 16 2-12%;
+    64 x 128 and wider lost 3-35%), in clusters of at most 3 CTAs unless two CTAs fit on an SM (clusters of 4
+    and 8 CTAs that each fill an SM ran 1.7-1.8x slower). Also false where the ring cannot take the
+    partials."""
+    two_per_sm = 2 * (cfg.shared_bytes + SM_RESERVED_SHARED) <= SM_SHARED_BYTES
+    if not (cfg.tn <= 64 and (cfg.split_k <= 3 or two_per_sm)):
+        return False
+    try:
+        replace(cfg, split_cluster=True)
+    except ValueError:
+        return False
+    return True
 
 
 def spec(stages=4, group_m=8, c_bufs=2, a_mn=False, b_mn=False, dtype=tylo.bf16, config=None):
@@ -912,7 +1018,7 @@ def autotuner(config):
     (``tylo cache list``), so later processes do not tune again. ``launch(..., autotune=True)`` uses it
     with ``choose_config``'s family."""
     family = (config.tn, config.consumers, config.c_bufs, config.fixup, config.swap_ab, config.direct,
-              config.cluster_m, config.cluster_n)
+              config.cluster_m, config.cluster_n, config.cluster_k)
     tuner = _TUNERS.get(family)
     if tuner is None:
         top = max_stages(config.tm, config.tn, config.direct, config.consumers, config.c_bufs)
@@ -993,6 +1099,7 @@ def prepare(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=Non
             k_major = [row_alignment(where, dtype.itemsize) for where, mn in ((a_where, a_mn), (b_where, b_mn))
                        if not mn]
             config = choose_config(M, N, K, dtype, sms, not a_mn, not b_mn, min(k_major, default=128))
+    config = fit_split_cluster(config, K, dtype.itemsize)
     ldc = _output_row_stride(c, M, N)
     mk, nk, ld_row, ld_col = (N, M, 1, ldc) if config.swap_ab else (M, N, ldc, 1)
     (ka, ka_mn, ka_where), (kb, kb_mn, kb_where) = kernel_operands(config, (a_store, a_mn, a_where),
@@ -1011,8 +1118,9 @@ def prepare(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=Non
     grid = max(1, plan.grid)
     # the fixup's partial tiles and arrival counters (left zero by every launch), per device and stream
     device, on = describe_array(c).device_ordinal, launch_stream(stream, c)
-    ws = stream_scratch("hopper_gemm.ws", 2 * plan.workers * config.tm * config.tn, "f32", device, on, zero=False)
-    counters = stream_scratch("hopper_gemm.counters", plan.cut_tiles * config.consumers, "i32", device, on)
+    fixup_workers, fixup_tiles = (plan.workers, plan.cut_tiles) if config.fixup else (0, 0)
+    ws = stream_scratch("hopper_gemm.ws", 2 * fixup_workers * config.tm * config.tn, "f32", device, on, zero=False)
+    counters = stream_scratch("hopper_gemm.counters", fixup_tiles * config.consumers, "i32", device, on)
     c_map = a_map if config.direct else _binding(C_TILE, c)
     # constexprs positionally: the JIT's fast path
     constexprs = config.constexprs(dtype, ka_mn, kb_mn)
@@ -1025,7 +1133,7 @@ def prepare(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=Non
     if autotune:
         tuned = autotuner(config)[grid]
         fixed = dict(zip(("C_BUFS", "A_MN", "B_MN", "DTYPE", "TN", "CONSUMERS", "DIRECT", "FIXUP", "CLUSTER_M",
-                          "CLUSTER_N"),
+                          "CLUSTER_N", "CLUSTER_K"),
                          constexprs[2:]))
 
         def gemm(*args, stream=None):       # noqa: F811 (the tuned launch takes the fixed constexprs by name)

@@ -4,7 +4,7 @@ import tylo.lang.mbarrier as mb
 import tylo.lang.tcgen05 as tc
 import tylo.lang.tma as tma
 import tylo.lang.wgmma as wg
-from tylo import Layout
+from tylo import Layout, Ownership
 from tylo.ir.types import bf16, f32
 from tylo.lang.copy import commit_copies, cp_async, ldmatrix, stmatrix, wait_copies
 from tylo.lang.mma import MMAAtom, mma_sync
@@ -77,6 +77,10 @@ def cluster_barriers(rank):
     # a remote arrival: the barrier at this offset in CTA `rank` of the cluster
     bars = tylo.shared_array(tylo.u64, (1,))
     mb.mbarrier_arrive_cluster(bars.ptr, rank)
+    # a remote store: each thread's four floats to the same offsets in CTA `rank`, counted off its barrier
+    buf = tylo.shared_array(tylo.f32, (128,), align=16)
+    tile = tylo.SharedTile(buf.ptr, Layout((32, 4), (4, 1)))
+    tylo.store_remote(tile, tylo.load(tile, Ownership.local((32, 4), 1)), bars.ptr, rank)
 
 
 @tylo.jit

@@ -44,8 +44,15 @@ CONFIGS = {
     # 1 x 2 clusters sharing A
     "clustern2": C(cluster_n=2),
     "clustern2-direct-64x64": C(consumers=1, tn=64, stages=8, direct=True, cluster_n=2),
+    # split-K as clusters, the partials summed in rank 0's shared memory
+    "split2-cluster": C(split_k=2, split_cluster=True),
+    "split3-cluster-64x128": C(consumers=1, tn=128, stages=8, split_k=3, split_cluster=True),
+    "split8-cluster-64x64": C(consumers=1, tn=64, stages=8, split_k=8, split_cluster=True),
+    "swap-n16-split4-cluster": C(consumers=1, tn=16, stages=8, swap_ab=True, split_k=4, split_cluster=True,
+                                 direct=True),
 }
 FIXUP = sorted(name for name, cfg in CONFIGS.items() if cfg.fixup)
+SPLIT_CLUSTER = sorted(name for name, cfg in CONFIGS.items() if cfg.split_cluster)
 
 
 def _torch_sm90():
@@ -140,7 +147,7 @@ def _counters_are_zero(torch):
 
 
 # every fixup configuration on a long-K shape; stream-K also where whole tiles and cut tiles mix
-_DETERMINISM = ([(name, 200, 1032, 8200) for name in FIXUP]
+_DETERMINISM = ([(name, 200, 1032, 8200) for name in FIXUP + SPLIT_CLUSTER]
                 + [(name, 3000, 5000, 2000) for name in FIXUP if CONFIGS[name].stream_k])
 
 
@@ -162,6 +169,26 @@ def test_fixup_is_bitwise_deterministic(name, M, N, K):
         torch.cuda.synchronize()
         assert torch.equal(c, first)
     _counters_are_zero(torch)
+
+
+@pytest.mark.parametrize("name", SPLIT_CLUSTER)
+@pytest.mark.parametrize("M,N,K", [(64, 4096, 4096), (257, 776, 4104), (7, 1000, 3000)])
+def test_split_cluster_is_bitwise_the_global_fixup(name, M, N, K):
+    # rank 0 adds the partials in rank order, as the fixup's last arriver adds them in worker order: the same
+    # split through either reduction gives the same bits
+    torch = _torch_sm90()
+    gen = torch.Generator(device="cuda").manual_seed(M + N + K)
+    a = _operand(torch, gen, M, K, "r")
+    b = _operand(torch, gen, K, N, "c")
+    cfg = CONFIGS[name]
+    c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+    hg.launch(c, a, b, M, N, K, config=cfg)
+    torch.cuda.synchronize()
+    _check(torch, c, a, b)
+    global_fixup = torch.full_like(c, float("nan"))
+    hg.launch(global_fixup, a, b, M, N, K, config=dataclasses.replace(cfg, split_cluster=False))
+    torch.cuda.synchronize()
+    assert torch.equal(c, global_fixup)
 
 
 @pytest.mark.parametrize("M,N,K", [(1, 4096, 4096), (16, 8192, 8192), (64, 1024, 8192), (128, 14336, 4096),

@@ -153,8 +153,31 @@ MEASURED_PICKS = [
 
 @pytest.mark.parametrize("shape,dtype,layout,allowed", MEASURED_PICKS)
 def test_choose_config_picks_the_measured_best_small(shape, dtype, layout, allowed):
+    # the cost model's pick; whether its split-K then runs as clusters is split_cluster_pays' (below)
     itype = {"bf16": tylo.bf16, "fp8": tylo.f8e4m3}[dtype]
-    assert hg.choose_config(*shape, itype, SMS, layout[0] == "r", layout[1] == "c") in allowed
+    pick = hg.choose_config(*shape, itype, SMS, layout[0] == "r", layout[1] == "c")
+    assert dataclasses.replace(pick, split_cluster=False) in allowed
+
+
+# split-K picks that run as clusters (session 9, same run against the global fixup: faster), and those that
+# keep the fixup (measured slower as clusters: 64 x 64 split 8 and split 4 1.7-1.8x, 64 x 128 tiles 1.2x;
+# or B row-major, MN-major for the kernel: clusters take K-major operands only; or fp8, not measured)
+@pytest.mark.parametrize("shape,dtype,layout,clustered", [
+    ((64, 4096, 4096), "bf16", "rc", True),          # 64 x 64 split 2: 10.5 against 10.9-11.1 us
+    ((1, 4096, 4096), "bf16", "rc", True),           # swap 128 x 8 split 3: 9.15 against 10.1-10.2
+    ((16, 4096, 4096), "bf16", "rc", True),          # swap 128 x 16 split 3: 9.6 against 10.4
+    ((7, 1000, 3000), "bf16", "rc", True),           # swap 64 x 8 split 6: 5.97 against 6.75
+    ((1, 1024, 8192), "bf16", "rc", True),           # swap 64 x 8 split 8 (two CTAs per SM): 7.27 against 7.7
+    ((64, 1024, 8192), "bf16", "rc", False),         # 64 x 64 split 8: 17.2 against 10.2
+    ((128, 1024, 8192), "bf16", "rc", False),        # 64 x 64 split 4: 19.7 against 10.9
+    ((128, 4096, 4096), "bf16", "rc", False),        # 64 x 128 split 2: 15.5 against 13.0
+    ((64, 4096, 4096), "bf16", "rr", False),
+    ((16, 4096, 4096), "fp8", "rc", False),
+])
+def test_split_cluster_where_it_measured_faster(shape, dtype, layout, clustered):
+    itype = {"bf16": tylo.bf16, "fp8": tylo.f8e4m3}[dtype]
+    pick = hg.choose_config(*shape, itype, SMS, layout[0] == "r", layout[1] == "c")
+    assert pick.split_k > 1 and pick.split_cluster == clustered
 
 
 def test_partial_last_wave_is_charged():

@@ -292,8 +292,41 @@ def test_cluster_config_validation():
             hg.GemmConfig(**{along: 2}, stream_k=True)
     assert hg.GemmConfig(cluster_m=2).cluster == (2, 1, 1) and hg.GemmConfig().cluster is None
     assert hg.GemmConfig(cluster_n=2).cluster == (2, 1, 1)
-    assert hg.GemmConfig(cluster_m=2).constexprs(tylo.bf16, False, False)[-2:] == (2, 1)
-    assert hg.GemmConfig(cluster_n=2).constexprs(tylo.bf16, False, False)[-2:] == (1, 2)
+    assert hg.GemmConfig(cluster_m=2).constexprs(tylo.bf16, False, False)[-3:] == (2, 1, 1)
+    assert hg.GemmConfig(cluster_n=2).constexprs(tylo.bf16, False, False)[-3:] == (1, 2, 1)
+
+
+def test_split_cluster_config_validation_and_schedule():
+    for bad in (dict(split_k=1), dict(split_k=9), dict(split_k=2, cluster_m=2)):
+        with pytest.raises(ValueError, match="split_cluster runs the split_k"):
+            hg.GemmConfig(split_cluster=True, **bad)
+    # rank 0's ring receives split_k - 1 f32 partials: 7 of 64 x 64 fit in 8 stages of 64 x 64 (128 KB), not in 6
+    hg.GemmConfig(consumers=1, tn=64, stages=8, split_k=8, split_cluster=True)
+    with pytest.raises(ValueError, match="do not fit in the ring"):
+        hg.GemmConfig(consumers=1, tn=64, stages=6, split_k=8, split_cluster=True)
+    cfg = hg.GemmConfig(consumers=1, tn=64, stages=8, split_k=4, split_cluster=True)
+    assert cfg.cluster == (4, 1, 1) and not cfg.fixup and cfg.constexprs(tylo.bf16, False, False)[-4:] == (False, 1, 1, 4)
+    # one job per CTA, a tile's K ranges consecutive: 3 x 2 tiles of 64 x 64, 4 ranges each
+    plan = hg.schedule(cfg, 192, 128, 1024, 2, 132)
+    assert (plan.grid, plan.dp_tiles, plan.workers, plan.cut_tiles) == (24, 0, 24, 6)
+    assert [plan.worker_range(w) for w in range(5)] == [(0, 4), (4, 8), (8, 12), (12, 16), (16, 20)]
+    with pytest.raises(ValueError, match="use fewer splits"):
+        hg.schedule(cfg, 192, 128, 128, 2, 132)        # 2 K steps for 4 CTAs
+    # launch runs fewer splits than K steps cannot feed: 2 K steps -> split 2, 1 -> no split (no cluster)
+    assert hg.fit_split_cluster(cfg, 128, 2) == hg.GemmConfig(consumers=1, tn=64, stages=8, split_k=2, split_cluster=True)
+    assert hg.fit_split_cluster(cfg, 64, 2) == hg.GemmConfig(consumers=1, tn=64, stages=8)
+    assert hg.fit_split_cluster(cfg, 1024, 2) is cfg
+
+
+def test_split_cluster_kernel_stores_partials_into_rank_0_and_keeps_no_fixup():
+    # a 64 x 64 tile's f32 partial is 32 floats per thread: 8 st.async of 16 bytes (its register order's
+    # layout gives each thread 4 consecutive floats); no workspace traffic, fence or atomic of the fixup
+    cfg = hg.GemmConfig(consumers=1, tn=64, stages=8, split_k=2, split_cluster=True)
+    ck = hg.hopper_gemm._compile(hg.spec(config=cfg), "sm_90a", (cfg.threads, 1, 1))
+    stores = [line for line in ck.ptx.splitlines() if "st.async" in line]
+    assert len(stores) == 8 and all(".v4.b32" in line for line in stores)
+    assert "fence.acq_rel.gpu" not in ck.ptx and "atom." not in ck.ptx
+    assert ck.resources.spill_bytes == 0
 
 
 def test_cluster_n_schedule_pairs_horizontally_adjacent_tiles():

@@ -63,9 +63,9 @@ def gemm_args(a, b, c, config=None):
 
 
 def gemm_cluster_args(a, b, c, config, sms, b_mn=False):
-    """Runtime arguments and grid of a ``cluster_m`` or ``cluster_n`` = 2 launch (K-major A; B K-major, or MN-major: B
-    row-major, ``b_mn``) under ``hopper_gemm.schedule`` for ``sms`` SMs: ``dp_tiles`` counts the clusters'
-    tile pairs."""
+    """Runtime arguments and grid of a cluster launch (``cluster_m`` or ``cluster_n`` = 2, or ``split_cluster``;
+    K-major A; B K-major, or MN-major: B row-major, ``b_mn``) under ``hopper_gemm.schedule`` for ``sms`` SMs:
+    ``dp_tiles`` counts the clusters' tile pairs, ``workers`` a split cluster's K ranges."""
     h = hopper_gemm
     M, K = a.shape
     N = b.shape[1]
@@ -74,7 +74,7 @@ def gemm_cluster_args(a, b, c, config, sms, b_mn=False):
     a_map = tylo.prepare_tma(a_plan, a)
     c_map = a_map if config.direct else tylo.prepare_tma(h.C_TILE, c)
     b_map = tylo.prepare_tma(b_plan, b if b_mn else np.ascontiguousarray(b.T))
-    args = [c_map, a_map, b_map, c, *unused_fixup_arrays(), M, N, K, N, 1, plan.dp_tiles, 0]
+    args = [c_map, a_map, b_map, c, *unused_fixup_arrays(), M, N, K, N, 1, plan.dp_tiles, plan.workers]
     return args, plan.grid
 
 

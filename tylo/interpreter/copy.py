@@ -4,13 +4,19 @@ ldmatrix: lane ``8j + r`` gives the address of row ``r`` of matrix ``j`` (eight 
 lane ``l`` receives, in register ``j``, the elements of matrix ``j`` at row ``l // 4``, columns
 ``2 (l % 4)`` and ``+1`` (low half first), or with ``.trans`` at rows ``2 (l % 4)`` and ``+1`` of
 column ``l // 4``. stmatrix is the inverse. cp.async is modelled as an immediate copy (a stronger
-ordering than the hardware's), zero-filling past ``src_bytes``.
+ordering than the hardware's), zero-filling past ``src_bytes``. st.async is an asynchronous unit's
+write into the shared memory of CTA ``rank`` of the cluster, completing with ``complete_tx`` of its
+bytes on that CTA's barrier (as a TMA load into that CTA does).
 """
 from __future__ import annotations
 
 import struct
 
-from .core import InterpreterError, load_bits, store_bits
+import numpy as np
+
+from .core import InterpreterError, Pointer, load_bits, numpy_dtype, store_bits
+from .machine import AsyncOp
+from .mbarrier import barrier_at
 from .registry import THREAD_SEMANTICS, WARP_SEMANTICS
 
 
@@ -69,8 +75,39 @@ def _cp_async(thread, op, ins, t):
     store_bits(dst, data + bytes(nbytes - valid))
 
 
+def _st_async(th, op, ins, t):
+    m = th.m
+    dst, bar_ptr, rank, *values = ins
+    rank = int(rank)
+    cta = next((c for c in m.ctas if c.rank == rank), None)
+    if cta is None:
+        raise InterpreterError(f"{op.loc}: store_remote to CTA rank {rank}, outside the cluster of {len(m.ctas)} "
+                               f"CTA(s)")
+    if dst.buffer.cta is None or bar_ptr.buffer.cta is None:
+        raise InterpreterError(f"{op.loc}: st.async needs a shared destination and a shared barrier")
+    data = np.array(values, dtype=numpy_dtype(op.operands[3].type)).tobytes()
+    lo = dst.offset * dst.elem.itemsize
+    if lo % len(data):
+        raise InterpreterError(f"{op.loc}: st.async of {len(data)} bytes at shared byte {lo}, not aligned to its size")
+    if lo + len(data) > cta.smem.size:
+        raise InterpreterError(f"{op.loc}: st.async past the end of CTA {rank}'s shared memory")
+    bar = barrier_at(th, Pointer(cta.smem, bar_ptr.offset, bar_ptr.elem), op)
+    bar.check_async_visible(op)
+
+    def effect():
+        cta.shadow.async_write_done(m, aop)
+        cta.smem.view(np.ndarray)[lo:lo + len(data)] = np.frombuffer(data, np.uint8)
+        bar.complete_tx(len(data), aop)
+
+    aop = AsyncOp("st.async", op, th.cta, effect, lo=lo, hi=lo + len(data))
+    cta.shadow.check_write_ordered(m, th, lo, lo + len(data), "the st.async", op.loc)
+    cta.shadow.async_write_issued(aop)
+    m.issue(aop)
+
+
 WARP_SEMANTICS.add("nv.ldmatrix", _ldmatrix)
 WARP_SEMANTICS.add("nv.stmatrix", _stmatrix)
 THREAD_SEMANTICS.add("nv.cp_async", _cp_async)
+THREAD_SEMANTICS.add("nv.st_async", _st_async)
 THREAD_SEMANTICS.add("nv.cp_async.commit", lambda thread, op, ins, t: None)
 THREAD_SEMANTICS.add("nv.cp_async.wait", lambda thread, op, ins, t: None)

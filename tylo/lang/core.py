@@ -314,9 +314,17 @@ cast = builtin(cast)
 
 def bitcast(x, dtype: ScalarType, *, _ctx) -> Value:
     """The bits of the runtime scalar ``x`` read as ``dtype`` of the same width (no conversion), e.g. an
-    f32's IEEE bits as i32 for exponent arithmetic."""
+    f32's IEEE bits as i32 for exponent arithmetic. Of a pointer (or shared array): the same address as a
+    pointer to ``dtype`` elements in the same memory, e.g. a bf16 ring reused as f32 once it is free."""
     if not isinstance(dtype, ScalarType):
         raise LangError(f"bitcast target must be a tylo dtype such as tylo.i32 or tylo.f32, got {_describe(dtype)}")
+    x = x.ptr if isinstance(x, SharedArray) else x
+    if isinstance(x, Value) and isinstance(x.type, PointerType):
+        if dtype.is_bool:
+            raise LangError("bitcast of a pointer needs a non-bool element type")
+        if x.type.elem == dtype:
+            return x
+        return _ctx.builder.value("ptr.cast", [x], PointerType(dtype, x.type.space))
     if not isinstance(x, Value) or not isinstance(x.type, ScalarType):
         raise LangError(f"bitcast needs a runtime scalar, got {_describe(x)}")
     if x.type.bits != dtype.bits or x.type.is_bool or dtype.is_bool:

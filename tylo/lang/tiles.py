@@ -30,7 +30,8 @@ from .base import LangError, builtin
 from .fragment import Fragment, PackedFragment
 from .indexing import RuntimeInt, unwrap, wrap
 
-__all__ = ["Tile", "TileStatic", "GlobalTile", "SharedTile", "load", "store", "store_bounded", "copy_async", "window",
+__all__ = ["Tile", "TileStatic", "GlobalTile", "SharedTile", "load", "store", "store_bounded", "store_remote",
+           "copy_async", "window",
            "permutedims", "thread_in_group", "fragment_coords", "slot_offsets"]
 
 
@@ -570,6 +571,40 @@ def store_bounded(dst, frag, bounds, *, _ctx) -> None:
         val = L.cast(v, dst.dtype, _ctx=_ctx) if v.type != dst.dtype else v
         ok = _in_bounds(_ctx, coord, bounds)
         _guarded(_ctx, ok, lambda coord=coord, val=val: L.store(_ctx, _slot_pointer(_ctx, dst, coord), val))
+
+
+_ST_ASYNC_TYPES = (T.f32, T.i32, T.u32)
+
+
+@builtin
+def store_remote(dst, frag, bar, rank, *, _ctx) -> None:
+    """Store a fragment into the shared memory of CTA ``rank`` of this thread's cluster (sm_90+):
+    ``dst`` is a shared tile and ``bar`` an mbarrier of this CTA, both standing for the same offsets in
+    CTA ``rank`` (``mapa``), as ``mbarrier_arrive_cluster`` takes its barrier. Each vector access is one
+    ``st.async ... mbarrier::complete_tx::bytes``: when it lands, the bytes count off that CTA's barrier,
+    so its threads wait for the data as for a TMA load (``mbarrier_arrive_expect_tx`` of the total, then
+    ``mbarrier_wait``). 32-bit elements (f32, i32, u32). Nothing orders the stores for this thread; the
+    receiver's barrier is the only completion, and the sender must not exit before it completes (a
+    ``cluster_sync`` before exit, as for multicast)."""
+    if _ctx.sm < 90:
+        raise LangError(f"store_remote needs sm_90 or newer (target {_ctx.arch})")
+    if not isinstance(dst, Tile) or dst.space != "shared":
+        raise LangError(f"store_remote needs a shared tile (SharedTile) as its destination, got {dst!r}")
+    if not isinstance(frag, Fragment):
+        raise LangError(f"store_remote needs a Fragment, got {frag!r}")
+    if dst.dtype not in _ST_ASYNC_TYPES:
+        raise LangError(f"store_remote stores 32-bit elements (f32, i32, u32), the tile holds {dst.dtype}")
+    bar = getattr(bar, "ptr", bar)
+    if not (isinstance(bar, Value) and isinstance(bar.type, PointerType) and bar.type.space == "shared"
+            and bar.type.elem in (T.u64, T.i64)):
+        raise LangError(f"store_remote: the barrier must be a *shared u64 pointer, got {bar!r}")
+    _check_fragment_store(frag, dst, "store_remote")
+    rank = L.to_value(_ctx, unwrap(rank), T.i32)
+    coords = _slot_coords(_ctx, dst, frag.ownership, "store_remote")
+    vals = [L.cast(v, dst.dtype, _ctx=_ctx) if v.type != dst.dtype else v for v in frag.values]
+    for slots, _width in _accesses(dst, frag.ownership):       # 4, 8 or 16 bytes: 1, 2 or 4 values
+        ptr = _slot_pointer(_ctx, dst, coords[slots[0]])
+        _ctx.builder.create("nv.st_async", [ptr, bar, rank] + [vals[v] for v in slots], [])
 
 
 def _unit_stride_axes(tile: Tile) -> list:

@@ -1,4 +1,4 @@
-"""Inline PTX for ``ldmatrix``, ``stmatrix`` and ``cp.async`` (see ``tylo.lang.copy``).
+"""Inline PTX for ``ldmatrix``, ``stmatrix``, ``cp.async`` and ``st.async`` (see ``tylo.lang.copy``).
 
 Shared addresses reach PTX as the 32-bit shared-window address (``ptrtoint`` of the
 ``addrspace(3)`` pointer to i32, constraint ``r``); global ones as the 64-bit address
@@ -7,10 +7,11 @@ ordinary loads and stores on their side of it.
 """
 from __future__ import annotations
 
+from ...ir import types as T
 from ..asm import MEMORY_CLOBBER
 from ..registry import lowering
 
-__all__ = ["ldmatrix_template", "stmatrix_template", "cp_async_template"]
+__all__ = ["ldmatrix_template", "stmatrix_template", "cp_async_template", "st_async_template"]
 
 _MEM = MEMORY_CLOBBER
 
@@ -27,6 +28,15 @@ def stmatrix_template(num: int, trans: bool) -> str:
 
 def cp_async_template(nbytes: int, cache: str, zero_fill: bool) -> str:
     return f"cp.async.{cache}.shared.global [$0], [$1], {nbytes}{', $2' if zero_fill else ''};"
+
+
+def st_async_template(count: int) -> str:
+    """$0 / $1: the destination and barrier (this CTA's shared addresses), $2 the CTA rank, then the values."""
+    vec = {1: "", 2: ".v2", 4: ".v4"}[count]
+    values = ", ".join(f"${i + 3}" for i in range(count))
+    values = values if count == 1 else f"{{{values}}}"
+    return ("{ .reg .b32 d, b; mapa.shared::cluster.u32 d, $0, $2; mapa.shared::cluster.u32 b, $1, $2; "
+            f"st.async.shared::cluster.mbarrier::complete_tx::bytes{vec}.b32 [d], {values}, [b]; }}")
 
 
 @lowering("nv.ldmatrix")
@@ -70,3 +80,17 @@ def lower_commit(lw, op):
 @lowering("nv.cp_async.wait")
 def lower_wait(lw, op):
     lw.asm(f"cp.async.wait_group {op.attrs['n']};", _MEM, [], [], side_effects=True)
+
+
+@lowering("nv.st_async")
+def lower_st_async(lw, op):
+    dst, bar, rank, *values = op.operands
+    args = [("i32", lw.address(dst)), ("i32", lw.address(bar)), ("i32", lw.ref(rank))]
+    for v in values:     # the bits of each 32-bit value as a b32 register
+        ref = lw.ref(v)
+        if v.type == T.f32:
+            bits = lw.fresh()
+            lw.emit(f"{bits} = bitcast float {ref} to i32")
+            ref = bits
+        args.append(("i32", ref))
+    lw.asm(st_async_template(len(values)), ",".join(["r"] * len(args) + [_MEM]), [], args, side_effects=True)

@@ -1,8 +1,10 @@
-"""Warp copies and asynchronous copies: ``nv.ldmatrix``, ``nv.stmatrix``, ``nv.cp_async*``.
+"""Warp copies and asynchronous copies: ``nv.ldmatrix``, ``nv.stmatrix``, ``nv.cp_async*``, ``nv.st_async``.
 
 ldmatrix/stmatrix move 8x8 matrices of 16-bit elements between shared memory and the
 registers of a warp (``num`` matrices, one u32 register each per lane); cp.async copies 4, 8
-or 16 bytes from global to shared memory, completing at ``cp_async.wait``.
+or 16 bytes from global to shared memory, completing at ``cp_async.wait``; st.async stores 1, 2
+or 4 32-bit registers into the shared memory of a CTA of the cluster (sm_90+), completing on that
+CTA's mbarrier (``complete_tx`` of the bytes).
 """
 from __future__ import annotations
 
@@ -56,6 +58,22 @@ def _check_cp_async(op):
     return None
 
 
+def _check_st_async(op):
+    if len(op.operands) not in (4, 5, 7):
+        return "takes dst, bar, CTA rank and 1, 2 or 4 values"
+    dst, bar, rank, *values = op.operands
+    err = shared_pointer_error(dst)
+    if err:
+        return "dst " + err
+    if shared_pointer_error(bar) or bar.type.elem not in (T.u64, T.i64):
+        return f"the barrier must be a *shared u64 pointer, got {bar.type}"
+    if rank.type != T.i32:
+        return f"the CTA rank is i32, got {rank.type}"
+    if any(v.type not in (T.f32, T.i32, T.u32) for v in values):
+        return "values must be 32-bit: f32, i32 or u32"
+    return None
+
+
 _NUM_TRANS = (Attr("num", (int,)), Attr("trans", (bool,)))
 
 DEFINITIONS = define_ops(
@@ -68,4 +86,7 @@ DEFINITIONS = define_ops(
     OpDef("nv.cp_async.commit", 0, 0, False, memory="read_write", doc="cp.async.commit_group"),
     OpDef("nv.cp_async.wait", 0, 0, False, attrs=(Attr("n", (int,)),), memory="read_write",
           doc="cp.async.wait_group n"),
+    OpDef("nv.st_async", None, 0, False, _check_st_async, memory="read_write",
+          doc="dst, bar (shared, this CTA's offsets), CTA rank, 1/2/4 values: mapa + "
+              "st.async.shared::cluster.mbarrier::complete_tx::bytes at those offsets in CTA rank"),
 )
