@@ -312,6 +312,12 @@ def fixup(res, ws, counters, flags, job, tile, dp_tiles, workers, ktiles, sk_ite
     return done, res
 
 
+def ring_holds_partials(cluster_k, tm, tn, stages):
+    """Whether a ring of ``stages`` (tm + tn)-row stages of 128-byte rows holds the ``cluster_k - 1`` f32
+    tm x tn partials that ``cluster_reduce``'s rank 0 receives (the one statement: GemmConfig and the kernel)."""
+    return (cluster_k - 1) * tm * tn * 4 <= stages * (tm + tn) * 128
+
+
 @tylo.func
 def cluster_reduce(res, ring, red, rank, cons, lead, TM: tylo.constexpr, TN: tylo.constexpr,
                    CLUSTER_K: tylo.constexpr, CONSUMERS: tylo.constexpr):
@@ -379,7 +385,7 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
     CLUSTER = SHARERS * CLUSTER_K            # CTAs per cluster
     # the A stages, then the B stages (one array: cluster_reduce reuses all of it for the partials)
     stages_smem = tylo.shared_array(DTYPE, (STAGES * (TM + TN) * BK,), align=1024)
-    tylo.static_assert(CLUSTER_K == 1 or (CLUSTER_K - 1) * TM * TN * 4 <= STAGES * (TM + TN) * BK * DTYPE.itemsize,
+    tylo.static_assert(ring_holds_partials(CLUSTER_K, TM, TN, STAGES),
                        "the ring must hold the CLUSTER_K - 1 partial tiles that rank 0 receives")
     sa_ptr = stages_smem.ptr
     sb_ptr = stages_smem.ptr + STAGES * TM * BK
@@ -598,7 +604,7 @@ class GemmConfig:
         if self.split_cluster and not (2 <= self.split_k <= 8 and self.cluster_m * self.cluster_n == 1):
             raise ValueError(f"GemmConfig: split_cluster runs the split_k (2 to 8) CTAs of a tile as one cluster, "
                              f"without cluster_m / cluster_n; got {self}")
-        if self.split_cluster and (self.split_k - 1) * self.tm * self.tn * 4 > self.stages * (self.tm + self.tn) * 128:
+        if self.split_cluster and not ring_holds_partials(self.split_k, self.tm, self.tn, self.stages):
             raise ValueError(f"GemmConfig: split_cluster's {self.split_k - 1} f32 partial tiles do not fit in the "
                              f"ring of {self.stages} stages that receives them; use more stages or fewer splits: "
                              f"{self}")
@@ -687,6 +693,11 @@ class Schedule:
         return self.tiles - self.dp_tiles if self.workers else 0
 
 
+def k_steps(K, itemsize):
+    """K steps of one 128-byte TMA row."""
+    return -(-K // (128 // itemsize))
+
+
 def schedule(config, mk, nk, K, itemsize, sms):
     """The ``Schedule`` of ``config`` for a kernel-orientation (mk, nk, K) problem on ``sms`` SMs.
 
@@ -700,7 +711,7 @@ def schedule(config, mk, nk, K, itemsize, sms):
       full wave when there is one (so every worker gets at least a tile's worth of iterations and a tile
       is cut into at most three pieces), are shared by ``sms`` workers; the others are whole-tile jobs.
     """
-    ktiles = -(-K // (128 // itemsize))       # K steps of one 128-byte TMA row
+    ktiles = k_steps(K, itemsize)
     tiles = -(-mk // config.tm) * -(-nk // config.tn)
     if config.cluster_m * config.cluster_n > 1:
         cs = config.cluster_size
@@ -732,7 +743,7 @@ def schedule(config, mk, nk, K, itemsize, sms):
 def fit_split_cluster(config, K, itemsize):
     """``config`` with no more split_cluster CTAs than K has steps (each needs a K range): fewer splits, or
     none (and no cluster) for a single K step."""
-    ktiles = -(-K // (128 // itemsize))
+    ktiles = k_steps(K, itemsize)
     if not config.split_cluster or config.split_k <= ktiles:
         return config
     if ktiles >= 2:
@@ -843,7 +854,7 @@ def candidate_configs(M, N, K, dtype=tylo.bf16, a_k_major=True, b_k_major=False)
                 direct = swap or tn % 64 != 0 or nk % 8 != 0
                 stages = max_stages(64 * consumers, tn, direct, consumers)
                 for split in (1, 2, 3, 4, 6, 8, 12, 16):
-                    if split > 1 and -(-K // (128 // dtype.itemsize)) < 2 * split:
+                    if split > 1 and k_steps(K, dtype.itemsize) < 2 * split:
                         continue
                     out.append(GemmConfig(tn=tn, consumers=consumers, stages=stages, split_k=split,
                                           swap_ab=swap, direct=direct))
