@@ -897,8 +897,8 @@ def choose_config(M, N, K, dtype=tylo.bf16, sms=132, a_k_major=True, b_k_major=F
 
     ``row_align``: the ``row_alignment`` of the K-major operands' rows (default: contiguous operands at
     aligned bases, whose pitch is K elements). Below ``CLUSTER_BELOW_ROW_ALIGN``, for a bf16 whole-tile pick
-    of more than one M tile that ``launch`` runs in clusters (``refusal``: both operands K-major), the pick
-    runs in 2 x 1 clusters."""
+    of more than one M tile, the pick runs in 2 x 1 clusters where ``refusal`` permits (operands of either
+    major since session 11)."""
     itemsize = dtype.itemsize
     if row_align is None:
         row_align = byte_alignment(K * itemsize)
@@ -1064,17 +1064,13 @@ def refusal(config, N, a_mn=False, b_mn=False):
     """Why ``launch`` refuses to run ``config`` for an N-column C and operands of these majors (``a_mn``: A
     is M-contiguous, ``b_mn``: B is N-contiguous), or None. The one statement of these rules: ``launch``
     raises it, the heuristic's candidates and clusters and the GPU tests' cases are filtered by it."""
-    ka_mn, kb_mn = kernel_operands(config, a_mn, b_mn)
+    _, kb_mn = kernel_operands(config, a_mn, b_mn)
     if not config.direct and N % 8:
         return (f"TMA needs 16-byte aligned rows: N ({N}) must be a multiple of 8 for the TMA epilogue (a "
                 f"config with direct=True stores any N)")
     if kb_mn and config.tn % 64:
         return (f"an MN-major kernel B operand loads 64-wide boxes: tn ({config.tn}) must be a multiple of 64 "
                 f"({'A column-major with swap_ab' if config.swap_ab else 'B row-major'})")
-    if config.cluster_size > 1 and (ka_mn or kb_mn):
-        return ("clusters take K-major operands only (A row-major and B column-major, in the kernel's "
-                "orientation): with an MN-major operand it gave wrong results on the H200 (docs/hopper.md), so "
-                "launch refuses it")
     return None
 
 

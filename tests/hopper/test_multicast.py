@@ -66,3 +66,45 @@ def test_multicast_delivers_the_tile_to_both_ctas():
     assert not np.isnan(got).any()
     np.testing.assert_array_equal(got[:128], got[128:])           # the same bytes landed in both CTAs
     assert set(got[:128].tolist()) <= set(a.astype(np.float32).ravel().tolist())
+
+
+# -- the shared window in a cluster --------------------------------------------------------------------------
+
+@tylo.jit
+def shared_window_bits(out):
+    """Each CTA writes bits 18 and up of its shared array's shared-window address (above everything a matrix
+    descriptor encodes: ``(addr & 0x3FFFF) >> 4``) and the address's low 4 bits."""
+    buf = tylo.shared_array(tylo.f32, (32,), align=16)
+    if tylo.thread_idx.x == 0:
+        addr = tylo.lang.wgmma.shared_address(buf)
+        out[2 * tylo.block_idx.x] = addr >> 18
+        out[2 * tylo.block_idx.x + 1] = addr & 15
+    buf[tylo.thread_idx.x] = 0.0
+    mb.cluster_sync()
+
+
+def window_bits_expected(grid, cluster):
+    """A CTA's shared-window address carries its rank in the cluster from bit 24 up (rank << 6 above bit
+    18); a launch without a cluster (cluster of 1) has none."""
+    import numpy as np
+
+    return np.array([[(b % cluster) << 6, 0] for b in range(grid)], np.uint32).reshape(-1)
+
+
+@pytest.mark.parametrize("cluster", [1, 2, 4])
+def test_interpreter_shared_window_carries_the_cluster_rank(cluster):
+    import numpy as np
+
+    out = np.full(16, 0xFFFF, np.uint32)
+    tylo.jit(shared_window_bits.fn, interpret=True).launch(out, grid=8, block=32, cluster=(cluster, 1, 1))
+    np.testing.assert_array_equal(out, window_bits_expected(8, cluster))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("cluster", [1, 2, 4])
+def test_gpu_shared_window_carries_the_cluster_rank(cluster):
+    import numpy as np
+
+    out = tylo.to_device(np.full(16, 0xFFFF, np.uint32))
+    shared_window_bits.launch(out, grid=8, block=32, cluster=(cluster, 1, 1))
+    np.testing.assert_array_equal(out.to_host(), window_bits_expected(8, cluster))

@@ -62,16 +62,17 @@ def gemm_args(a, b, c, config=None):
     return [c_map, a_map, b_map, c, *unused_fixup_arrays(), mk, nk, K, ld_row, ld_col, tiles, 0]
 
 
-def gemm_cluster_args(a, b, c, config, sms, b_mn=False):
+def gemm_cluster_args(a, b, c, config, sms, a_mn=False, b_mn=False):
     """Runtime arguments and grid of a cluster launch (``cluster_m`` or ``cluster_n`` = 2, or ``split_cluster``;
-    K-major A; B K-major, or MN-major: B row-major, ``b_mn``) under ``hopper_gemm.schedule`` for ``sms`` SMs:
-    ``dp_tiles`` counts the clusters' tile pairs, ``workers`` a split cluster's K ranges."""
+    A K-major, or MN-major: A column-major, ``a_mn``; B K-major, or MN-major: B row-major, ``b_mn``) under
+    ``hopper_gemm.schedule`` for ``sms`` SMs: ``dp_tiles`` counts the clusters' tile pairs, ``workers`` a split
+    cluster's K ranges."""
     h = hopper_gemm
     M, K = a.shape
     N = b.shape[1]
     plan = h.schedule(config, M, N, K, 2, sms)
-    a_plan, b_plan = h.operand_plans(config, tylo.bf16, False, b_mn)
-    a_map = tylo.prepare_tma(a_plan, a)
+    a_plan, b_plan = h.operand_plans(config, tylo.bf16, a_mn, b_mn)
+    a_map = tylo.prepare_tma(a_plan, np.ascontiguousarray(a.T) if a_mn else a)
     c_map = a_map if config.direct else tylo.prepare_tma(h.C_TILE, c)
     b_map = tylo.prepare_tma(b_plan, b if b_mn else np.ascontiguousarray(b.T))
     args = [c_map, a_map, b_map, c, *unused_fixup_arrays(), M, N, K, N, 1, plan.dp_tiles, plan.workers]

@@ -125,15 +125,29 @@ def test_split_cluster_configs_match_float64(name):
     assert relative_error(a, b, c) < 4e-3
 
 
-def test_cluster_with_mn_major_b_multicasts_every_box():
-    # B row-major (MN-major for WGMMA): a stage's B is a row of 64 x 64 boxes, each multicast
+# MN-major operands in clusters: a stage's MN-major operand is a row of 64-wide boxes, each multicast, which
+# WGMMA spans by the descriptor's leading byte offset. The interpreter gives shared-window addresses the CTA's
+# cluster rank from bit 24 up, as the hardware does: a descriptor built without the ISA's address mask
+# (addr & 0x3FFFF) moved every box but the first in ranks >= 1 (wrong results on the H200 until session 10).
+MN_MAJOR_CLUSTERS = {
+    "cluster-m-b-mn": (dict(tn=128, consumers=1, stages=2, cluster_m=2), (136, 128, 136), False, True),
+    "cluster-n-a-and-b-mn": (dict(tn=128, consumers=1, stages=2, cluster_n=2), (72, 256, 72), True, True),
+    "split-cluster-b-mn": (dict(tn=128, consumers=1, stages=2, split_k=2, split_cluster=True), (72, 128, 136),
+                           False, True),
+}
+
+
+@pytest.mark.parametrize("name", MN_MAJOR_CLUSTERS)
+def test_cluster_with_mn_major_operands_reads_every_box(name):
     from hopper_support import gemm_cluster_args
     from hopper_support import hopper_gemm as h
 
-    cfg = h.GemmConfig(tn=128, consumers=1, stages=2, cluster_m=2)
-    a, b, c = gemm_operands(136, 128, 136, seed=9)
-    args, grid = gemm_cluster_args(a, b, c, cfg, 2, b_mn=True)
-    run(gemm_ir(config=cfg, b_mn=True), args, grid=(grid,), block=(cfg.threads,), cluster=(2, 1, 1), seed=5)
+    kw, (M, N, K), a_mn, b_mn = MN_MAJOR_CLUSTERS[name]
+    cfg = h.GemmConfig(**kw)
+    a, b, c = gemm_operands(M, N, K, seed=9)
+    args, grid = gemm_cluster_args(a, b, c, cfg, 2, a_mn=a_mn, b_mn=b_mn)
+    run(gemm_ir(config=cfg, a_mn=a_mn, b_mn=b_mn), args, grid=(grid,), block=(cfg.threads,),
+        cluster=(cfg.cluster_size, 1, 1), seed=5)
     assert relative_error(a, b, c) < 4e-3
 
 

@@ -384,14 +384,19 @@ def _a_registers(ctx, plan, a, what):
 # it, so descriptors are built and advanced in 32-bit halves (a 64-bit add costs ptxas an add with carry
 # and its register moves per WGMMA, in the K loop of every kernel).
 _LOW_WORD, _HIGH_WORD = 0xFFFF_FFFF, 0xFFFF_FFFF_0000_0000
+# The ISA encodes an address as (addr & 0x3FFFF) >> 4. The mask matters: in a cluster launch a CTA's
+# shared-window addresses carry its cluster rank from bit 24 up, which unmasked lands in the leading
+# byte offset (bits 16-29) and moves every 64-wide box of an MN-major operand but the first.
+_ADDRESS_MASK = 0x3FFFF
 
 
 def _descriptor(ctx, addr, static_fields: int):
-    """The u64 descriptor ``(addr >> 4) + static_fields`` (``addr``: u32 shared address; the static fields
-    leave the start-address bits zero)."""
+    """The u64 descriptor ``((addr & 0x3FFFF) >> 4) + static_fields`` (``addr``: u32 shared address; the
+    static fields leave the start-address bits zero)."""
     from .. import core as L
 
-    low = L.binary(ctx, "+", L.binary(ctx, ">>", addr, 4), static_fields & _LOW_WORD)
+    field = L.binary(ctx, ">>", L.binary(ctx, "&", addr, _ADDRESS_MASK), 4)
+    low = L.binary(ctx, "+", field, static_fields & _LOW_WORD)
     return L.binary(ctx, "|", L.cast(low, T.u64, _ctx=ctx), static_fields & _HIGH_WORD)
 
 
