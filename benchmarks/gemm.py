@@ -180,7 +180,7 @@ def describe_config(cfg):
     if cfg.swap_ab:
         text += " swapAB"
     if cfg.split_k > 1:
-        text += f" splitK{cfg.split_k}{' cluster' if cfg.split_cluster else ''}"
+        text += f" splitK{cfg.split_k}{' cluster' if cfg.split_cluster else ''}{' tail' if cfg.split_tail else ''}"
     if cfg.stream_k:
         text += " streamK"
     if cfg.direct:
@@ -190,7 +190,7 @@ def describe_config(cfg):
     return text
 
 
-_FLAG_FIELDS = ("stream_k", "swap_ab", "direct", "split_cluster")     # GemmConfig's bool fields
+_FLAG_FIELDS = ("stream_k", "swap_ab", "direct", "split_cluster", "split_tail")     # GemmConfig's bool fields
 
 
 def extra_configs(hg, text):

@@ -32,7 +32,7 @@
   K-major operands' rows are 16- but not 32-byte aligned (``row_alignment``): multicast halves B's L2 loads.
 """
 import functools
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
@@ -575,7 +575,11 @@ class GemmConfig:
     (half the B traffic from L2; no split-K / stream-K); ``cluster_n`` = 2: the same for horizontally
     adjacent tiles, which share their A tile. ``split_cluster``: the ``split_k`` CTAs of a tile run as one
     cluster and sum their partials in the first one's shared memory (``cluster_reduce``: no workspace,
-    counters or GPU-scope fences; split_k from 2 to 8, the partials must fit in the ring, one job per CTA)."""
+    counters or GPU-scope fences; split_k from 2 to 8, the partials must fit in the ring, one job per CTA).
+    ``split_tail``: split_k cuts only the tiles past the last full wave (the tail, ``tiles % sms``); the
+    full waves run whole tiles. Where the tail is at most half a wave, it then takes 1 / split_k of a
+    tile's time instead of a whole one (wave quantisation), and every cut tile's workers start at the same
+    K offsets, as whole tiles do (stream-K's shares, which cross tiles, measured slower)."""
     tn: int = BN
     consumers: int = 2
     stages: int = 4
@@ -588,6 +592,7 @@ class GemmConfig:
     cluster_m: int = 1
     cluster_n: int = 1
     split_cluster: bool = False
+    split_tail: bool = False
 
     def __post_init__(self):
         if self.consumers not in (1, 2):
@@ -604,6 +609,9 @@ class GemmConfig:
         if self.split_cluster and not (2 <= self.split_k <= 8 and self.cluster_m * self.cluster_n == 1):
             raise ValueError(f"GemmConfig: split_cluster runs the split_k (2 to 8) CTAs of a tile as one cluster, "
                              f"without cluster_m / cluster_n; got {self}")
+        if self.split_tail and not (self.split_k > 1 and not self.split_cluster):
+            raise ValueError(f"GemmConfig: split_tail cuts the tail's tiles split_k ways through the fixup: it needs "
+                             f"split_k > 1 and no split_cluster; got {self}")
         if self.split_cluster and not ring_holds_partials(self.split_k, self.tm, self.tn, self.stages):
             raise ValueError(f"GemmConfig: split_cluster's {self.split_k - 1} f32 partial tiles do not fit in the "
                              f"ring of {self.stages} stages that receives them; use more stages or fewer splits: "
@@ -706,7 +714,8 @@ def schedule(config, mk, nk, K, itemsize, sms):
       the second past M when the M tiles are odd), two CTAs per job, ``2 min(sms // 2, pairs)`` CTAs; the
       same with pairs of horizontally adjacent tiles for ``cluster_n`` = 2.
     * split-K S: every tile is cut into S even K ranges (S at most the K steps): ``tiles * S`` workers
-      whose shares end at tile boundaries (worker w takes tile w // S).
+      whose shares end at tile boundaries (worker w takes tile w // S). With ``split_tail`` only the
+      ``tiles % sms`` tiles past the last full wave are cut; the full waves are whole-tile jobs.
     * stream-K (CUTLASS's data-parallel + stream-K hybrid): the tiles past the last full wave, plus one
       full wave when there is one (so every worker gets at least a tile's worth of iterations and a tile
       is cut into at most three pieces), are shared by ``sms`` workers; the others are whole-tile jobs.
@@ -725,7 +734,9 @@ def schedule(config, mk, nk, K, itemsize, sms):
         return Schedule(tiles * config.split_k, 0, tiles * config.split_k, tiles, ktiles)
     if config.split_k > 1:
         split = min(config.split_k, ktiles)
-        plan = Schedule(min(sms, tiles * split), 0, tiles * split, tiles, ktiles) if split > 1 else None
+        cut = tiles % sms if config.split_tail else tiles
+        plan = (Schedule(min(sms, tiles - cut + cut * split), tiles - cut, cut * split, tiles, ktiles)
+                if split > 1 and cut else None)
     elif config.stream_k and tiles % sms:
         cut = tiles % sms + (sms if tiles > sms else 0)
         workers = min(sms, cut * ktiles)
@@ -856,8 +867,9 @@ def candidate_configs(M, N, K, dtype=tylo.bf16, a_k_major=True, b_k_major=False)
                 for split in (1, 2, 3, 4, 6, 8, 12, 16):
                     if split > 1 and k_steps(K, dtype.itemsize) < 2 * split:
                         continue
-                    out.append(GemmConfig(tn=tn, consumers=consumers, stages=stages, split_k=split,
-                                          swap_ab=swap, direct=direct))
+                    for tail in ((False, True) if split > 1 else (False,)):
+                        out.append(GemmConfig(tn=tn, consumers=consumers, stages=stages, split_k=split,
+                                              swap_ab=swap, direct=direct, split_tail=tail))
                 out.append(GemmConfig(tn=tn, consumers=consumers, stages=stages, swap_ab=swap, direct=direct,
                                       stream_k=True))
     return [cfg for cfg in out if refusal(cfg, N, not a_k_major, not b_k_major) is None]
@@ -898,7 +910,8 @@ def choose_config(M, N, K, dtype=tylo.bf16, sms=132, a_k_major=True, b_k_major=F
     ``row_align``: the ``row_alignment`` of the K-major operands' rows (default: contiguous operands at
     aligned bases, whose pitch is K elements). Below ``CLUSTER_BELOW_ROW_ALIGN``, for a bf16 whole-tile pick
     of more than one M tile, the pick runs in 2 x 1 clusters where ``refusal`` permits (operands of either
-    major since session 11)."""
+    major since session 11). A ``split_tail`` pick whose schedule is the plain split's (no full wave before
+    the tail) is named as the plain split."""
     itemsize = dtype.itemsize
     if row_align is None:
         row_align = byte_alignment(K * itemsize)
@@ -916,6 +929,11 @@ def choose_config(M, N, K, dtype=tylo.bf16, sms=132, a_k_major=True, b_k_major=F
         clustered = replace(best, cluster_m=2)
         if refusal(clustered, N, not a_k_major, not b_k_major) is None:
             best = clustered
+    if best.split_tail:
+        mk, nk = kernel_operands(best, M, N)
+        plain = replace(best, split_tail=False)
+        if schedule(best, mk, nk, K, itemsize, sms) == schedule(plain, mk, nk, K, itemsize, sms):
+            best = plain     # no full wave before the tail: the plain split, named as such
     if best.split_k > 1 and itemsize == 2 and split_cluster_pays(best):
         clustered = replace(best, split_cluster=True)
         if refusal(clustered, N, not a_k_major, not b_k_major) is None:
@@ -1028,13 +1046,15 @@ def autotuner(config):
     Keyed on the kernel's M, N, K and the arrays' dtypes; the winner is stored in the tylo cache
     (``tylo cache list``), so later processes do not tune again. ``launch(..., autotune=True)`` uses it
     with ``choose_config``'s family."""
-    family = (config.tn, config.consumers, config.c_bufs, config.fixup, config.swap_ab, config.direct,
-              config.cluster_m, config.cluster_n, config.cluster_k)
+    family = ", ".join(f"{f.name}={getattr(config, f.name)}" for f in fields(config)
+                       if f.name not in ("stages", "group_m"))
     tuner = _TUNERS.get(family)
     if tuner is None:
         top = max_stages(config.tm, config.tn, config.direct, config.consumers, config.c_bufs)
+        # the family in every name: the persisted winner's identity hashes the configs, so one family's
+        # winner (timed under its schedule) is never served to another of the same tile
         configs = [tylo.Config(constexprs={"STAGES": s, "GROUP_M": g}, block=config.threads, cluster=config.cluster,
-                               name=f"{config.tm}x{config.tn} STAGES={s} GROUP_M={g}")
+                               name=f"{config.tm}x{config.tn} ({family}) STAGES={s} GROUP_M={g}")
                    for s in sorted({top, max(2, top - 1), max(2, top - 2), max(2, top // 2)}, reverse=True)
                    for g in (4, 8, 16)]
         tuner = _TUNERS[family] = tylo.autotune(configs=configs, key=["M", "N", "K"])(hopper_gemm)

@@ -117,7 +117,8 @@ def test_split_k_reduction_is_charged_past_the_hbm_bound():
     ((128, 4096, 14336), {cfg(64, 128, 8, split_k=2)}),                             # 38.7; 64 x 256 split-K 4 42.4
     ((64, 4096, 4096), {cfg(64, 64, 8, split_k=2), cfg(64, 128, 8, split_k=4)}),    # 12.0 / 12.5
     ((128, 14336, 4096), {cfg(64, 256, 5), cfg(128, 128, 6)}),     # 424 / 415 TFLOP/s; 64 x 128 393
-    ((512, 28672, 8192), {cfg(128, 256, 4)}),                       # 721; 128 x 128 708
+    # 721; 128 x 128 708; the tail's 52 tiles split in 2 (session 11): 306.9 us against 334.0 whole
+    ((512, 28672, 8192), {cfg(128, 256, 4, split_k=2, split_tail=True)}),
     ((256, 4096, 4096), {cfg(64, 128, 8)}),
     ((64, 8192, 8192), {cfg(64, 64, 8), cfg(64, 128, 8)}),
     ((3000, 5000, 2000), {cfg(128, 256, 4)}),
@@ -243,7 +244,7 @@ def test_benchmark_prints_the_picks_without_a_gpu(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert [line.split(" (")[0] for line in lines] == [
         "128x14336x4096 rc: 64x256 s5", "128x14336x4096 rr: 64x256 s5",
-        "512x28672x8192 rc: 128x256 s4", "512x28672x8192 rr: 128x256 s4"]
+        "512x28672x8192 rc: 128x256 s4 splitK2 tail", "512x28672x8192 rr: 128x256 s4 splitK2 tail"]
 
 
 @pytest.mark.parametrize("where,align", [
@@ -283,3 +284,15 @@ def test_misaligned_k_major_rows_run_in_clusters():
     # a split-K pick stays one: clusters run whole tiles
     pick = hg.choose_config(257, 776, 4104, tylo.bf16, SMS, True, True, 16)
     assert pick.split_k > 1 and pick.cluster_m == 1
+
+
+@pytest.mark.parametrize("shape,tail", [
+    ((512, 28672, 8192), True),          # 52 tiles past 3 waves: split-K 2 tail 306.9 us against 334.0
+    ((8192, 14336, 4096), False),        # 20 past 27 waves: split-K 4 tail 1210 against 1234, inside the charge
+    ((4096, 4096, 4096), False),         # 116 past 3 waves (more than half): 197.2 against 179.5
+    ((3000, 5000, 2000), False),         # 84 past 3 waves: 106.3 against 92.8
+])
+def test_split_tail_where_the_tail_is_short(shape, tail):
+    # session 11 run 5, same run: cutting the tail's tiles pays only where they fit a wave S times over
+    pick = hg.choose_config(*shape, tylo.bf16, SMS, True, True)
+    assert pick.split_tail == tail and (pick.split_k > 1) == tail

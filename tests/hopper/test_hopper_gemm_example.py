@@ -115,7 +115,9 @@ def test_small_configs_assemble_without_spills(cfg, dtype):
 
 
 @pytest.mark.parametrize("cfg", [hg.GemmConfig(split_k=3), hg.GemmConfig(consumers=1, tn=64, split_k=16),
-                                 hg.GemmConfig(stream_k=True), hg.GemmConfig(consumers=1, tn=128, stream_k=True)],
+                                 hg.GemmConfig(stream_k=True), hg.GemmConfig(consumers=1, tn=128, stream_k=True),
+                                 hg.GemmConfig(split_k=3, split_tail=True),
+                                 hg.GemmConfig(consumers=1, tn=64, split_k=16, split_tail=True)],
                          ids=repr)
 @pytest.mark.parametrize("shape", [(1, 8, 8), (64, 1024, 8192), (257, 776, 4104), (1000, 1000, 1000),
                                    (3000, 5000, 2000), (8192, 8192, 8192), (128, 256, 64 * 7)])
@@ -124,7 +126,8 @@ def test_schedules_cover_every_k_step_once(cfg, shape, sms):
     # host replica of the kernel's job_range / segment walk and of the fixup's bookkeeping
     M, N, K = shape
     tiles, ktiles = -(-M // cfg.tm) * -(-N // cfg.tn), -(-K // 64)
-    if cfg.split_k > 1 and tiles * cfg.split_k * tiles * ktiles >= 2 ** 31:
+    cut = tiles % sms if cfg.split_tail else tiles          # split_tail: only the tiles past the last full wave
+    if cfg.split_k > 1 and cut * cfg.split_k * cut * ktiles >= 2 ** 31:
         with pytest.raises(ValueError, match="overflow the kernel's 32-bit share arithmetic"):
             hg.schedule(cfg, M, N, K, 2, sms)
         assert hg.estimate_seconds(cfg, M, N, K, 2, sms) == float("inf")        # never chosen
@@ -158,6 +161,7 @@ def test_schedules_cover_every_k_step_once(cfg, shape, sms):
         assert ws == list(range(first, last + 1))         # the fixup's worker order is the K order
     if cfg.split_k > 1:
         assert all(len(ws) == min(cfg.split_k, plan.ktiles) for ws in pieces.values())
+        assert plan.dp_tiles == (tiles - cut if plan.workers else tiles) and len(pieces) == plan.cut_tiles
     elif plan.tiles > sms:
         assert all(len(ws) <= 3 for ws in pieces.values())
     assert plan.cut_tiles >= len(pieces)
@@ -224,6 +228,13 @@ def test_autotuner_varies_only_stages_and_rasterisation_within_a_family():
     ck = hg.hopper_gemm._compile(hg.spec(config=deepest, b_mn=False), "sm_90a", (deepest.threads, 1, 1))
     assert ck.shared_bytes <= hg.SHARED_LIMIT and ck.resources.spill_bytes == 0
     assert hg.autotuner(hg.GemmConfig()) is not tuner
+    # families of one tile under other schedules get their own tuners, and their configs other names: the
+    # persisted winner's identity hashes the configs, so it is never served across schedules
+    plain, split, tail = (hg.autotuner(hg.GemmConfig(**kw)) for kw in ({}, {"split_k": 2},
+                                                                        {"split_k": 2, "split_tail": True}))
+    assert len({id(plain), id(split), id(tail)}) == 3
+    names = [{c.name for c in t.configs} for t in (plain, split, tail)]
+    assert not (names[0] & names[1] or names[1] & names[2] or names[0] & names[2])
 
 
 # -- 2 x 1 clusters sharing B through TMA multicast ------------------------------------------------------
@@ -293,6 +304,20 @@ def test_cluster_config_validation():
     assert hg.GemmConfig(cluster_n=2).cluster == (2, 1, 1)
     assert hg.GemmConfig(cluster_m=2).constexprs(tylo.bf16, False, False)[-3:] == (2, 1, 1)
     assert hg.GemmConfig(cluster_n=2).constexprs(tylo.bf16, False, False)[-3:] == (1, 2, 1)
+
+
+def test_split_tail_config_validation_and_schedule():
+    for bad in (dict(split_tail=True), dict(split_k=2, split_cluster=True, split_tail=True, consumers=1, tn=64,
+                                            stages=8)):
+        with pytest.raises(ValueError, match="split_tail"):
+            hg.GemmConfig(**bad)
+    cfg = hg.GemmConfig(split_k=2, split_tail=True)
+    # 448 tiles of 128 x 256 on 132 SMs: three full waves whole, the 52 tiles past them in two K ranges each
+    assert hg.schedule(cfg, 512, 28672, 8192, 2, 132) == hg.Schedule(132, 396, 104, 448, 128)
+    # a whole number of waves: nothing to cut; fewer tiles than SMs: every tile cut, as split_k alone
+    assert hg.schedule(cfg, 1024, 33 * 256, 8192, 2, 132) == hg.schedule(hg.GemmConfig(), 1024, 33 * 256, 8192, 2, 132)
+    assert hg.schedule(cfg, 256, 4096, 8192, 2, 132) == hg.schedule(hg.GemmConfig(split_k=2), 256, 4096, 8192, 2, 132)
+    assert cfg.fixup and "split_tail" not in repr(cfg.constexprs(tylo.bf16, False, False))   # host-side only
 
 
 def test_split_cluster_config_validation_and_schedule():

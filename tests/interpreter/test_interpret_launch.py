@@ -89,3 +89,11 @@ def test_hopper_gemm_split_k_launch_sums_the_partials_in_kernel():
     config = "hopper_gemm.GemmConfig(tn=64, consumers=1, stages=2, split_k=3, direct=True)"
     errors = _launch_in_subprocess((72, 136, 392), config, "(np.asfortranarray(b),)")
     assert len(errors) == 1 and errors[0] < 4e-3, errors
+
+
+def test_hopper_gemm_split_tail_launch_runs_full_waves_whole_and_cuts_the_tail():
+    # 2 x 3 tiles of 64 x 64 on the interpreter's 4 SMs: one full wave of whole tiles, then the 2 tail tiles
+    # cut into 2 K ranges each (3 and 4 of the 7 K steps) summed by the fixup
+    config = "hopper_gemm.GemmConfig(tn=64, consumers=1, stages=2, split_k=2, split_tail=True, direct=True)"
+    errors = _launch_in_subprocess((72, 136, 392), config, "(np.asfortranarray(b),)")
+    assert len(errors) == 1 and errors[0] < 4e-3, errors
