@@ -2,7 +2,8 @@
 
 Matrix descriptors (WGMMA, tcgen05) encode it as their start address, ``(addr & 0x3FFFF) >> 4``. In a
 cluster launch the address carries the CTA's rank in the cluster from bit 24 up (as ``cvta.to.shared``
-gives it on sm_90, and the interpreter models): mask it before packing it into any field.
+gives it on sm_90, and the interpreter models): drop it (``& 0x3FFFF``, or subtract ``cluster_ctarank << 24``
+as WGMMA descriptors do) before packing it into any field.
 """
 from __future__ import annotations
 

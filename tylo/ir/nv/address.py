@@ -1,7 +1,9 @@
 """``nv.shared_address``: the u32 shared-window address of a ``*shared`` pointer.
 
 Matrix descriptors (wgmma, tcgen05) and TMEM allocation take shared addresses as 32-bit
-integers; this op is the one way a kernel gets one from a pointer.
+integers; this op is the one way a kernel gets one from a pointer. In a cluster launch the address
+carries the CTA's rank in the cluster from bit ``CLUSTER_RANK_SHIFT`` up (0 without clusters), as
+``cvta.to.shared`` gives it on sm_90: what the interpreter models and WGMMA descriptors drop.
 """
 from __future__ import annotations
 
@@ -9,7 +11,9 @@ from .. import types as T
 from ..opdef import OpDef
 from ..ops import define_ops
 
-__all__ = ["DEFINITIONS"]
+__all__ = ["CLUSTER_RANK_SHIFT", "DEFINITIONS"]
+
+CLUSTER_RANK_SHIFT = 24
 
 
 def _shared_address_check(op):
