@@ -124,7 +124,7 @@ def test_fp8_configs(name, M, N, K):
 # large shapes (the ones clusters are for) and ragged ones with an odd number of M tiles (the last
 # cluster's second CTA computes a tile past M and stores nothing); every layout, K- and MN-major operands
 # (an MN-major B spans its 64-wide boxes by the descriptor's leading byte offset, which the cluster rank
-# in the shared-window address corrupted until descriptors masked it)
+# in the shared-window address corrupted until descriptors dropped it)
 @pytest.mark.parametrize("name,base", [("cluster2", "default"), ("cluster2-64x128", "64x128"), ("clustern2", "default")])
 @pytest.mark.parametrize("M,N,K,layout", [(4096, 4096, 4096, "rc"), (2900, 5000, 2000, "rc"),
                                           (1104, 8192, 16384, "rc"), (8192, 8192, 8192, "rc"), (200, 776, 4104, "rc"),

@@ -397,8 +397,9 @@ def _descriptor(ctx, addr, static_fields: int):
     """The u64 descriptor ``((addr & 0x3FFFF) >> 4) + static_fields`` (``addr``: u32 shared address; the
     static fields leave the start-address bits zero), computed as ``((addr - (rank << 24)) >> 4) + ...``."""
     from .. import core as L
+    from ..sync import cluster_ctarank
 
-    rank = L.cast(ctx.builder.value("nv.sreg", [], T.i32, reg="cluster.ctarank"), T.u32, _ctx=ctx)
+    rank = L.cast(cluster_ctarank(_ctx=ctx), T.u32, _ctx=ctx)
     local = L.binary(ctx, "-", addr, L.binary(ctx, "<<", rank, CLUSTER_RANK_SHIFT))
     low = L.binary(ctx, "+", L.binary(ctx, ">>", local, 4), static_fields & _LOW_WORD)
     return L.binary(ctx, "|", L.cast(low, T.u64, _ctx=ctx), static_fields & _HIGH_WORD)
