@@ -86,16 +86,6 @@ def mn_tile(dtype):
     return tma.TMATile(dtype, (k_step(dtype), 64))          # MN-major A or B: (k, mn) boxes of 8 KB
 
 
-def tile_rows(consumers, pingpong):
-    """TM, the CTA tile's rows: 64 per consumer warpgroup, or 64 when they take turns (pingpong)."""
-    return 64 if pingpong else 64 * consumers
-
-
-def stage_readers(consumers, pingpong):
-    """Consumer warpgroups that read (and release) each ring stage: all of them, or one (pingpong)."""
-    return 1 if pingpong else consumers
-
-
 @functools.lru_cache(maxsize=None)
 def staging_elems(direct, consumers, c_bufs):
     """Shared staging of the TMA epilogue (64 x 64 bf16 tiles per consumer); a token size when the
@@ -365,7 +355,7 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
                 A_MN: tylo.constexpr = False, B_MN: tylo.constexpr = False, DTYPE: tylo.constexpr = tylo.bf16,
                 TN: tylo.constexpr = 256, CONSUMERS: tylo.constexpr = 2, DIRECT: tylo.constexpr = False,
                 FIXUP: tylo.constexpr = False, CLUSTER_M: tylo.constexpr = 1, CLUSTER_N: tylo.constexpr = 1,
-                CLUSTER_K: tylo.constexpr = 1, PINGPONG: tylo.constexpr = False):
+                CLUSTER_K: tylo.constexpr = 1):
     """C_BUFS: 64x64 bf16 staging tiles per consumer (4 covers a whole 64 x 256 row band).
     A_MN / B_MN: the operand is MN-major (A column-major, B row-major), else K-major.
     DTYPE: the input type, bf16 or fp8 (e4m3/e5m2: K-major only; C is bf16 either way).
@@ -386,13 +376,10 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
     CLUSTER_N j + rank, one M tile) share the A tile, and each CTA loads its own B. CLUSTER_K: split-K whose
     ``workers`` (K ranges, consecutive per tile) run as clusters of CLUSTER_K CTAs, one job per CTA (grid =
     ``workers``), summed in rank 0's shared memory (``cluster_reduce``; no fixup). At most one of the three
-    is above 1.
-    PINGPONG (two consumers, whole tiles, no fixup): the CTA tile is 64 x TN and the consumers take turns,
-    the jobs alternating between them: the ring fills in job order, so one consumer's WGMMAs run while the
-    other converts and stores its tile (its epilogue no longer stalls the tensor cores)."""
+    is above 1."""
     PLAN = wgmma_plan(DTYPE, TN)
     BK = k_step(DTYPE)
-    TM = tile_rows(CONSUMERS, PINGPONG)
+    TM = 64 * CONSUMERS
     GROUPS = BK // PLAN.k                    # WGMMA groups per K step
     SHARERS = CLUSTER_M * CLUSTER_N          # CTAs whose ring stages are filled together (multicast)
     CLUSTER = SHARERS * CLUSTER_K            # CTAs per cluster
@@ -418,8 +405,7 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
             tma.prefetch_tma_descriptor(c_map)
         for s in tylo.static_range(STAGES):
             mb.mbarrier_init(full + s, 1)         # the producer's arrive.expect_tx (+ TMA bytes)
-            # one release per consumer warpgroup that reads the stage (of each CTA)
-            mb.mbarrier_init(empty + s, stage_readers(CONSUMERS, PINGPONG) * SHARERS)
+            mb.mbarrier_init(empty + s, CONSUMERS * SHARERS)    # one release per consumer warpgroup (of each CTA)
         if CLUSTER_K > 1:
             mb.mbarrier_init(red.ptr, 1)          # rank 0's arrive.expect_tx (+ the partials' bytes)
             mb.mbarrier_init(red.ptr + 1, 1)      # rank 0's remote arrival
@@ -476,17 +462,7 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
         cons = wgi - 1
         lead = tid % 128 == 0
         ring = 0
-        m0 = cons * 64                  # this consumer's rows of the tile
-        my_first, my_step = first_job, job_step
-        if PINGPONG:
-            # every other job, whole tiles: the other consumer's jobs take ktiles ring stages each. The
-            # consumers take turns through named barriers 4 and 5: one starts waiting for its tile's stages when
-            # the other has waited for all of its own, so no consumer waits on a stage's barrier more than one
-            # phase ahead (a parity wait cannot tell phase p from p - 2)
-            m0 = 0
-            my_first, my_step = first_job + cons * job_step, 2 * job_step
-            ring = cons * ktiles
-        for job in range(my_first, jobs, my_step):
+        for job in range(first_job, jobs, job_step):
             it, end = job_range(job, dp_tiles, workers, ktiles, sk_iters)
             while it < end:
                 tile = it // ktiles
@@ -494,12 +470,9 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
                 ke = tylo.minimum(ktiles, kb + (end - it))
                 it += ke - kb
                 pm, pn = group_tile(tile, num_g, num_gn, rank, GROUP_M, CLUSTER_M, CLUSTER_N)
-                if PINGPONG:
-                    if job != first_job:
-                        mb.named_barrier_sync(4 + cons, 256)      # the other consumer has waited for its stages
                 s = ring % STAGES
                 mb.mbarrier_wait(full + s, (ring // STAGES) & 1)
-                pending = mma_stage(PLAN, a_map, b_map, sa_ptr + s * (TM * BK), sb_ptr + s * (TN * BK), m0,
+                pending = mma_stage(PLAN, a_map, b_map, sa_ptr + s * (TM * BK), sb_ptr + s * (TN * BK), cons * 64,
                                     zero_accumulator(PLAN), A_MN, B_MN, TM, TN)
                 prev = s
                 ring += 1
@@ -507,15 +480,12 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
                     s = ring % STAGES
                     mb.mbarrier_wait(full + s, (ring // STAGES) & 1)
                     pending = mma_stage(PLAN, a_map, b_map, sa_ptr + s * (TM * BK), sb_ptr + s * (TN * BK),
-                                        m0, pending, A_MN, B_MN, TM, TN)
+                                        cons * 64, pending, A_MN, B_MN, TM, TN)
                     pending = wg.wait_mma(pending, GROUPS)   # step kt-1 is complete: release its stage
                     if lead:
                         release_stage(empty + prev, SHARERS)
                     prev = s
                     ring += 1
-                if PINGPONG:
-                    if job + job_step < jobs:
-                        mb.named_barrier_arrive(5 - cons, 256)    # the other consumer's turn
                 acc = wg.wait_mma(pending)
                 if lead:
                     release_stage(empty + prev, SHARERS)
@@ -533,10 +503,8 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
                 if CLUSTER_N > 1:
                     done = tylo.where(pn < num_n, 1, 0)      # and past N
                 if done != 0:
-                    epilogue(res, c_map, out, sc.ptr, pm * TM + m0, pn * TN, M, N, ld_row, ld_col, cons,
+                    epilogue(res, c_map, out, sc.ptr, pm * TM + cons * 64, pn * TN, M, N, ld_row, ld_col, cons,
                              lead, TN, C_BUFS, DIRECT)
-            if PINGPONG:
-                ring += ktiles      # the other consumer's job
         if not DIRECT:
             if lead:
                 tma.wait_tma_stores(0)
@@ -611,9 +579,7 @@ class GemmConfig:
     ``split_tail``: split_k cuts only the tiles past the last full wave (the tail, ``tiles % sms``); the
     full waves run whole tiles. Where the tail is at most half a wave, it then takes 1 / split_k of a
     tile's time instead of a whole one (wave quantisation), and every cut tile's workers start at the same
-    K offsets, as whole tiles do (stream-K's shares, which cross tiles, measured slower). ``pingpong``: the two
-    consumers take whole 64 x tn tiles in turns instead of sharing a 128 x tn one, so one's epilogue runs
-    under the other's WGMMAs (no split-K, stream-K or split_cluster)."""
+    K offsets, as whole tiles do (stream-K's shares, which cross tiles, measured slower)."""
     tn: int = BN
     consumers: int = 2
     stages: int = 4
@@ -627,7 +593,6 @@ class GemmConfig:
     cluster_n: int = 1
     split_cluster: bool = False
     split_tail: bool = False
-    pingpong: bool = False
 
     def __post_init__(self):
         if self.consumers not in (1, 2):
@@ -657,16 +622,13 @@ class GemmConfig:
         if not self.direct and (self.swap_ab or self.tn % 64):
             raise ValueError(f"GemmConfig: swap_ab and tn % 64 != 0 need direct=True "
                              f"(the TMA epilogue stores 64 x 64 bf16 tiles of C); got {self}")
-        if self.pingpong and (self.consumers != 2 or self.fixup or self.split_cluster):
-            raise ValueError(f"GemmConfig: pingpong alternates whole tiles between two consumers: it needs "
-                             f"consumers=2 and no split_k or stream_k; got {self}")
         if self.shared_bytes > SHARED_LIMIT:
             raise ValueError(f"GemmConfig: {self.shared_bytes} bytes of shared memory, more than the "
                              f"{SHARED_LIMIT} a CTA may use; use fewer stages: {self}")
 
     @property
     def tm(self):
-        return tile_rows(self.consumers, self.pingpong)
+        return 64 * self.consumers
 
     @property
     def threads(self):
@@ -689,9 +651,9 @@ class GemmConfig:
         return self.split_k if self.split_cluster else 1
 
     def constexprs(self, dtype, a_mn, b_mn):
-        """The kernel's constexpr parameters in order (STAGES .. PINGPONG)."""
+        """The kernel's constexpr parameters in order (STAGES .. CLUSTER_K)."""
         return (self.stages, self.group_m, self.c_bufs, a_mn, b_mn, dtype, self.tn, self.consumers,
-                self.direct, self.fixup, self.cluster_m, self.cluster_n, self.cluster_k, self.pingpong)
+                self.direct, self.fixup, self.cluster_m, self.cluster_n, self.cluster_k)
 
     @property
     def cluster_size(self):
@@ -1198,7 +1160,7 @@ def prepare(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=Non
     if autotune:
         tuned = autotuner(config)[grid]
         fixed = dict(zip(("C_BUFS", "A_MN", "B_MN", "DTYPE", "TN", "CONSUMERS", "DIRECT", "FIXUP", "CLUSTER_M",
-                          "CLUSTER_N", "CLUSTER_K", "PINGPONG"),
+                          "CLUSTER_N", "CLUSTER_K"),
                          constexprs[2:]))
 
         def gemm(*args, stream=None):       # noqa: F811 (the tuned launch takes the fixed constexprs by name)
