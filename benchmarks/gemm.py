@@ -27,6 +27,7 @@ strided loads for any layout, measured in the same run), and a PNG plot is writt
 matplotlib imports.
 """
 import argparse
+import dataclasses
 import os
 import sys
 
@@ -190,18 +191,16 @@ def describe_config(cfg):
     return text
 
 
-_FLAG_FIELDS = ("stream_k", "swap_ab", "direct", "split_cluster", "split_tail")     # GemmConfig's bool fields
-
-
 def extra_configs(hg, text):
     """``--extra``: GemmConfig keyword sets separated by ';' (``stream_k=1;consumers=1,tn=128,split_k=4``);
     stages default to the most that fit the tile."""
+    flags = {f.name for f in dataclasses.fields(hg.GemmConfig) if f.type in (bool, "bool")}
     out = []
     for item in filter(None, text.split(";")):
         kw = {}
         for pair in item.split(","):
             k, v = (x.strip() for x in pair.split("="))
-            kw[k] = v not in ("0", "False", "false") if k in _FLAG_FIELDS else int(v)
+            kw[k] = v not in ("0", "False", "false") if k in flags else int(v)
         if "stages" not in kw:
             kw["stages"] = hg.max_stages(64 * kw.get("consumers", 2), kw.get("tn", 256), kw.get("direct", False),
                                          kw.get("consumers", 2))
