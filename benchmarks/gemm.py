@@ -2,7 +2,7 @@
 
     python benchmarks/gemm.py [--kernel warp-mma|hopper] [--shapes 4096,8192,8192x8192x1024]
                               [--suite issue|llm|llm-small|ragged|losers] [--layouts rr,rc] [--plot gemm.png]
-                              [--baseline] [--sweep N] [--picks SMS]
+                              [--baseline] [--sweep N] [--sweep-json PATH] [--picks SMS]
 
 ``--suite``: a named shape list instead of ``--shapes``: ``issue`` (the table of issue 14), ``llm``
 (LLM projections: M in 1, 16, 64, 128, 256, 512, 2048, 8192 times N x K in 4096x4096, 14336x4096,
@@ -28,6 +28,7 @@ matplotlib imports.
 """
 import argparse
 import dataclasses
+import json
 import os
 import sys
 
@@ -191,10 +192,13 @@ def describe_config(cfg):
     return text
 
 
+_FLAG_FIELDS = ("stream_k", "swap_ab", "direct", "split_cluster", "split_tail")     # GemmConfig's bool fields
+
+
 def extra_configs(hg, text):
     """``--extra``: GemmConfig keyword sets separated by ';' (``stream_k=1;consumers=1,tn=128,split_k=4``);
     stages default to the most that fit the tile."""
-    flags = {f.name for f in dataclasses.fields(hg.GemmConfig) if f.type in (bool, "bool")}
+    flags = _FLAG_FIELDS
     out = []
     for item in filter(None, text.split(";")):
         kw = {}
@@ -210,33 +214,39 @@ def extra_configs(hg, text):
 
 def sweep(hg, launch, c, a, b, M, N, K, lay, fp8, count, torch, extra=()):
     """Time the ``count`` configurations the cost model ranks best, the heuristic's pick and the ``extra``
-    ones (GemmConfig keywords; direct added where the shape needs it) on this shape."""
+    ones (GemmConfig keywords; direct added where the shape needs it) on this shape, taking turns over two
+    rounds (``interleaved``). Returns one record per configuration timed (for ``--sweep-json``)."""
     dtype = hg.INPUT_TYPES["f8e4m3" if fp8 else "bf16"]
     sms = driver.sm_count()
     ranked = sorted(hg.candidate_configs(M, N, K, dtype, lay[0] == "r", lay[1] == "c"),
                     key=lambda cfg: hg.estimate_seconds(cfg, M, N, K, dtype.itemsize, sms))
     chosen = hg.choose_config(M, N, K, dtype, sms, lay[0] == "r", lay[1] == "c")
     flops = 2.0 * M * N * K
-    results = []
     more = []
     for kw in extra:
         try:
             more.append(hg.GemmConfig(**{**kw, "direct": kw.get("direct", False) or N % 8 != 0}))
         except ValueError as e:
             print(f"    sweep extra {kw}: {e}")
+    runnable = {}
     for cfg in dict.fromkeys([chosen] + ranked[:count] + more):
         try:
             launch(c, a, b, M, N, K, config=cfg)
             torch.cuda.synchronize()
             check(c, a, b, 1.0, torch)
-            results.append((bench(lambda: launch(c, a, b, M, N, K, config=cfg), torch, reps=5), cfg))
+            runnable[cfg] = lambda cfg=cfg: launch(c, a, b, M, N, K, config=cfg)
         except Exception as e:
             print(f"    sweep {describe_config(cfg)}: {type(e).__name__}: {str(e)[:100]}")
-    for ms, cfg in sorted(results, key=lambda r: r[0]):
+    times = interleaved(runnable, torch, rounds=2)
+    records = []
+    for cfg, ms in sorted(times.items(), key=lambda r: r[1]):
         model = hg.estimate_seconds(cfg, M, N, K, dtype.itemsize, sms) * 1e3
         print(f"    sweep {M}x{N}x{K} {describe_config(cfg):<32} {flops / ms / 1e9:7.1f} TFLOP/s  "
               f"{ms * 1e3:8.1f} us (model {model * 1e3:7.1f} us){'  <- heuristic' if cfg == chosen else ''}",
               flush=True)
+        records.append({"shape": [M, N, K], "layout": lay, "config": dataclasses.asdict(cfg), "us": ms * 1e3,
+                        "model_us": model * 1e3, "heuristic": cfg == chosen})
+    return records
 
 
 def print_picks(shapes, layouts, dtype, sms):
@@ -288,6 +298,9 @@ def main():
                     "by the cost model")
     ap.add_argument("--extra", default="", help="hopper with --sweep: also time these GemmConfig keyword sets, "
                     "';'-separated (e.g. 'stream_k=1;consumers=1,tn=128,split_k=4;cluster_m=2;cluster_n=2')")
+    ap.add_argument("--sweep-json", default=None, metavar="PATH",
+                    help="hopper with --sweep: write every timed configuration (shape, layout, GemmConfig fields, "
+                         "us, the model's us, cuBLAS's us) to PATH as JSON lines, to fit the cost model")
     ap.add_argument("--no-triton", action="store_true", help="leave out the Triton column")
     ap.add_argument("--layouts", default="rr", help="comma-separated A/B storage pairs: rr, rc, cr, cc")
     ap.add_argument("--dtype", default="bf16", choices=["bf16", "fp8"],
@@ -351,6 +364,7 @@ def main():
             check(reference(a, b), a, b, 1.0, torch)
             fns = {"tylo": lambda: launch(c, a, b, M, N, K), "cublas": lambda: reference(a, b)}
             chosen = ""
+            swept = []
             if args.kernel == "hopper":
                 chosen = describe_config(hopper_gemm.choose_config(
                     M, N, K, hopper_gemm.INPUT_TYPES["f8e4m3" if fp8 else "bf16"], driver.sm_count(),
@@ -362,8 +376,8 @@ def main():
                     check(c, a, b, 1.0, torch)
                     fns["base"] = lambda: launch(c, a, b, M, N, K, config=base)
                 if args.sweep:
-                    sweep(hopper_gemm, launch, c, a, b, M, N, K, lay, fp8, args.sweep, torch,
-                          extra_configs(hopper_gemm, args.extra))
+                    swept = sweep(hopper_gemm, launch, c, a, b, M, N, K, lay, fp8, args.sweep, torch,
+                                  extra_configs(hopper_gemm, args.extra))
             if triton_mm is not None:
                 ct = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
                 try:
@@ -375,6 +389,10 @@ def main():
                     print(f"  (Triton skipped for {M}x{N}x{K}: {type(e).__name__}: {str(e)[:80]})", file=sys.stderr)
             t = interleaved(fns, torch)
             t_tylo, t_cublas, t_triton = t["tylo"], t["cublas"], t.get("triton")
+            if args.sweep_json and swept:
+                with open(args.sweep_json, "a") as f:
+                    for rec in swept:
+                        f.write(json.dumps({**rec, "cublas_us": t_cublas * 1e3}) + "\n")
             flops = 2.0 * M * N * K
             if not rows:
                 print(f"host launch path: tylo {host_microseconds(lambda: launch(c, a, b, M, N, K), torch):.1f} us, "

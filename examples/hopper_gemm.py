@@ -764,13 +764,15 @@ def fit_split_cluster(config, K, itemsize):
 
 DEFAULT = GemmConfig()
 
-# H200 (sm_90) figures for the heuristic's cost model, fitted to the sweeps in docs/validation.md:
+# H200 (sm_90) figures for the heuristic's cost model, fitted to the sweeps in docs/validation.md
+# (scripts/fit_gemm_model.py scores and refits them against sweeps timed with benchmarks/gemm.py --sweep-json):
 # dense bf16 tensor peak, reachable HBM bandwidth, L2 -> shared bandwidth of one SM, the latency that
 # bounds one SM's streaming rate by the bytes its ring keeps in flight, and the rate of the register
 # epilogue's bounds-checked scalar stores (whole GPU)
 PEAK_BF16 = 989e12
 HBM_BYTES_S = 3.9e12
 SM_BYTES_S = 110e9
+REDUCTION_BYTES_S = 110e9       # one SM's reads of f32 partials in the fixup (a constant of its own for the fit)
 MEM_LATENCY_S = 1.5e-6
 DIRECT_STORES_S = 2.5e11        # elements per second
 LAUNCH_S = 3e-6                 # a launch's start, first loads and tail, whatever the configuration
@@ -843,7 +845,7 @@ def estimate_seconds(cfg, M, N, K, itemsize, sms):
         stores = jobs * cut * (FIXUP_S + tile_bytes / SM_BYTES_S)
         # the last arriver's reads of the tile's partials start when the slowest worker has stored its
         # own: after the streaming, whether the SMs or HBM bound it (not hidden under the HBM bound)
-        reduction = per_tile * (tile_bytes / SM_BYTES_S + PARTIAL_S) + loads * L2_LATENCY_S
+        reduction = per_tile * (tile_bytes / REDUCTION_BYTES_S + PARTIAL_S) + loads * L2_LATENCY_S
         t += max(jobs * share * step + pieces * UNIT_OVERHEAD_S + stores, plan.cut_tiles * hbm_per_tile) + reduction
     t += LAUNCH_S
     if cfg.direct:
@@ -853,15 +855,18 @@ def estimate_seconds(cfg, M, N, K, itemsize, sms):
 
 def candidate_configs(M, N, K, dtype=tylo.bf16, a_k_major=True, b_k_major=False):
     """Every configuration ``launch`` can run for this problem (swap-AB only when it keeps the TMA rules:
-    the kernel's B is then A, which must be K-major when its tile is narrower than 64)."""
+    the kernel's B is then A, which must be K-major when its tile is narrower than 64). Tiles 64, 128 or 256
+    wide, and 128 x 192, which fills the SMs where 128 x 256 leaves a short wave (session 12: 384x6144x1024
+    12.2 against 14.5 us); 64 x 192 measured slower than the model estimates it (48x12000x1024 8.9 against
+    64 x 128's 8.6 us, 2048x304x6144 split 2 32.6 against swap-AB's 24.4), so it is no candidate."""
     out = []
     for swap in (False, True):
         if swap and not a_k_major and M < 64:
             continue
         mk, nk = (N, M) if swap else (M, N)
-        tns = sorted({t for t in (64, 128, 256)} | ({min(256, max(8, -(-nk // 8) * 8))} if nk < 64 else set()))
+        tns = sorted({64, 128, 256} | ({min(256, max(8, -(-nk // 8) * 8))} if nk < 64 else set()))
         for consumers in (1, 2):
-            for tn in tns:
+            for tn in tns + [192] * (consumers == 2):
                 direct = swap or tn % 64 != 0 or nk % 8 != 0
                 stages = max_stages(64 * consumers, tn, direct, consumers)
                 for split in (1, 2, 3, 4, 6, 8, 12, 16):
@@ -924,6 +929,16 @@ def choose_config(M, N, K, dtype=tylo.bf16, sms=132, a_k_major=True, b_k_major=F
         t = estimate_seconds(cfg, M, N, K, itemsize, sms) / charge
         if t < best_t * EXACT_TIE:
             best, best_t = cfg, t
+    return finish_config(best, M, N, K, dtype, sms, a_k_major, b_k_major, row_align)
+
+
+def finish_config(best, M, N, K, dtype=tylo.bf16, sms=132, a_k_major=True, b_k_major=False, row_align=None):
+    """What ``choose_config`` runs when the cost model picks ``best``: in 2 x 1 clusters where operand rows
+    are misaligned, a tail split with no full wave before it named as the plain split, a split-K as a cluster
+    where that measured faster (``split_cluster_pays``)."""
+    itemsize = dtype.itemsize
+    if row_align is None:
+        row_align = byte_alignment(K * itemsize)
     if (row_align < CLUSTER_BELOW_ROW_ALIGN and itemsize == 2 and not best.fixup and not best.swap_ab
             and M > best.tm):                               # a pair of M tiles to share B
         clustered = replace(best, cluster_m=2)
@@ -932,7 +947,11 @@ def choose_config(M, N, K, dtype=tylo.bf16, sms=132, a_k_major=True, b_k_major=F
     if best.split_tail:
         mk, nk = kernel_operands(best, M, N)
         plain = replace(best, split_tail=False)
-        if schedule(best, mk, nk, K, itemsize, sms) == schedule(plain, mk, nk, K, itemsize, sms):
+        try:
+            same = schedule(best, mk, nk, K, itemsize, sms) == schedule(plain, mk, nk, K, itemsize, sms)
+        except ValueError:      # the plain split's shares would overflow: it differs
+            same = False
+        if same:
             best = plain     # no full wave before the tail: the plain split, named as such
     if best.split_k > 1 and itemsize == 2 and split_cluster_pays(best):
         clustered = replace(best, split_cluster=True)

@@ -24,6 +24,8 @@ CONFIGS = {
     "64x256": C(consumers=1, stages=5),
     "64x128": C(consumers=1, tn=128, stages=8),
     "128x64": C(tn=64, stages=8),
+    "128x192": C(tn=192, stages=4),
+    "64x192": C(consumers=1, tn=192, stages=6),
     "direct-64x64": C(consumers=1, tn=64, stages=8, direct=True),
     "swap-n8": C(consumers=1, tn=8, stages=8, swap_ab=True, direct=True),
     "swap-n16-2c": C(consumers=2, tn=16, stages=8, swap_ab=True, direct=True),

@@ -124,6 +124,9 @@ def test_split_k_reduction_is_charged_past_the_hbm_bound():
     ((3000, 5000, 2000), {cfg(128, 256, 4)}),
     ((2048, 2048, 2048), {cfg(128, 256, 4)}),
     ((4096, 4096, 4096), {cfg(128, 256, 4)}),
+    # session 12 run 6: 72 tiles of 128 x 256 fill 72 SMs, 96 of 128 x 192 fill 96: 12.2 against 14.5 us
+    ((384, 6144, 1024), {cfg(128, 192, 4)}),
+    ((48, 12000, 1024), {cfg(64, 128, 8)}),             # 8.6; 64 x 192 8.9
 ])
 def test_choose_config_picks_the_measured_best(shape, allowed):
     # the cost model's pick; whether its split-K then runs as clusters is split_cluster_pays' (below)

@@ -85,7 +85,8 @@ SMALL_CONFIGS = [hg.GemmConfig(consumers=1, stages=5), hg.GemmConfig(consumers=1
                  hg.GemmConfig(split_k=2), hg.GemmConfig(split_k=2, direct=True),
                  hg.GemmConfig(consumers=1, tn=128, stages=8, split_k=3),
                  hg.GemmConfig(consumers=1, tn=16, stages=8, swap_ab=True, split_k=4, direct=True),
-                 hg.GemmConfig(stream_k=True), hg.GemmConfig(consumers=1, tn=64, stages=8, stream_k=True)]
+                 hg.GemmConfig(stream_k=True), hg.GemmConfig(consumers=1, tn=64, stages=8, stream_k=True),
+                 hg.GemmConfig(tn=192, stages=4)]
 
 
 @pytest.mark.parametrize("cfg", SMALL_CONFIGS, ids=repr)
@@ -318,6 +319,15 @@ def test_split_tail_config_validation_and_schedule():
     assert hg.schedule(cfg, 1024, 33 * 256, 8192, 2, 132) == hg.schedule(hg.GemmConfig(), 1024, 33 * 256, 8192, 2, 132)
     assert hg.schedule(cfg, 256, 4096, 8192, 2, 132) == hg.schedule(hg.GemmConfig(split_k=2), 256, 4096, 8192, 2, 132)
     assert cfg.fixup and "split_tail" not in repr(cfg.constexprs(tylo.bf16, False, False))   # host-side only
+
+
+def test_finishing_a_tail_split_whose_plain_split_cannot_be_indexed():
+    # 7168 tiles of 128 x 256 split 12: the plain split's shares overflow the kernel's 32-bit arithmetic
+    # (schedule refuses it); the tail split (40 tiles cut) is fine and stays the tail split
+    cfg = hg.GemmConfig(split_k=12, split_tail=True)
+    with pytest.raises(ValueError, match="overflow"):
+        hg.schedule(hg.GemmConfig(split_k=12), 8192, 28672, 8192, 2, 132)
+    assert hg.finish_config(cfg, 8192, 28672, 8192) == cfg
 
 
 def test_split_cluster_config_validation_and_schedule():
