@@ -130,7 +130,22 @@ def tile_config(head_dim, causal, seqlen_k=None):
         return TileConfig(80, 2, 2, pingpong=causal, o_in_q=True)    # O staged in Q: measured faster (session 5)
     if head_dim == 64:
         return TileConfig(128, 2, 3)
-    return TileConfig(128 if causal else 176, 2, 2, pingpong=True)
+    if causal:
+        return TileConfig(128, 2, 2, pingpong=True)
+    return TileConfig(least_padded_block(seqlen_k, D128_KEY_BLOCKS), 2, 2, pingpong=True)
+
+
+# D = 128 non-causal key blocks, the first preferred: 160 pads fewer keys at 2k and 4k and measured 1-2% faster
+# there, 176 at 8k (session 12, validation.md)
+D128_KEY_BLOCKS = (176, 160)
+
+
+def least_padded_block(seqlen_k, blocks):
+    """The key block of ``blocks`` whose last block pads ``seqlen_k`` keys least (the first on a tie, or
+    when the length is unknown): padded keys cost a whole block's GEMMs and softmax."""
+    if seqlen_k is None:
+        return blocks[0]
+    return min(blocks, key=lambda bn: -(-seqlen_k // bn) * bn)
 
 
 TILE_OVERRIDES = {}        # (head_dim, causal) -> TileConfig, for tuning runs
@@ -603,9 +618,10 @@ def constexprs(dtype, head_dim, causal, varlen=False, seqlen_k=None):
             "TMA_STORE": tma_store, "O_IN_Q": cfg.o_in_q}
 
 
-# every (head_dim, causal), and the short-sequence tiles (seqlen_k = the class's longest)
+# every (head_dim, causal), the short-sequence tiles (seqlen_k = the class's longest) and D = 128's other key
+# block (2048 keys: 160)
 SPECIALISATIONS = [(d, c, None) for d in HEAD_DIMS for c in (False, True)] + [
-    (d, c, n) for (d, c), (n, _) in SHORT_TILES.items()]
+    (d, c, n) for (d, c), (n, _) in SHORT_TILES.items()] + [(128, False, 2048)]
 AOT = [(attention_fwd, signature(tylo.bf16, d, c, n), constexprs(tylo.bf16, d, c, seqlen_k=n),
         tile_config(d, c, n).threads) for d, c, n in SPECIALISATIONS]
 

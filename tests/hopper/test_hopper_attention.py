@@ -82,7 +82,8 @@ def test_assembles_without_spills_or_serialisation(dtype, d, causal, seqlen_k, o
 def test_aot_lists_every_head_dim_and_mask():
     assert {(cx["D"], cx["CAUSAL"]) for _, _, cx, _ in ha.AOT} == {
         (d, c) for d in (64, 128, 256) for c in (False, True)}
-    assert len(ha.AOT) == 6 + len(ha.SHORT_TILES)
+    assert len(ha.AOT) == 6 + len(ha.SHORT_TILES) + 1          # and D = 128's 160-key block
+    assert sorted(cx["BN"] for _, _, cx, _ in ha.AOT if cx["D"] == 128 and not cx["CAUSAL"]) == [128, 160, 176]
     for _, _, cx, block in ha.AOT:
         assert block == ha.threads(cx["CONSUMERS"])
         bn, stages, consumers = cx["BN"], cx["STAGES"], cx["CONSUMERS"]
@@ -224,7 +225,7 @@ def test_tile_configs():
     # short sequences: 128-row Q tiles with two consumers taking turns (D = 64), by the longest key sequence
     assert ha.tile_config(64, True, 2048) == ha.TileConfig(128, 2, 2, pingpong=True)
     assert ha.tile_config(64, True, 2049).bm == 192 and ha.tile_config(64, False, 2048).bm == 192
-    assert ha.tile_config(64, False, 1024).bm == 128 and ha.tile_config(128, False, 2048).bn == 176
+    assert ha.tile_config(64, False, 1024).bm == 128 and ha.tile_config(128, False, 2048).bn == 160
     assert ha.tile_config(128, False, 1024) == ha.TileConfig(128, 2, 2, pingpong=True)   # D = 128 short keys
     with pytest.raises(ValueError, match="pingpong takes two consumer warpgroups"):
         ha.TileConfig(128, 2, 3, pingpong=True)
@@ -371,3 +372,12 @@ def test_o_in_q_is_a_tile_flag():
         assert not ha.constexprs(tylo.bf16, 256, False, varlen=True)["TMA_STORE"]
         assert ha.plans(tylo.bf16, 256, 80, 2, cfg.o_in_q)[0].shape == (64, 64)
     assert ha.plans(tylo.bf16, 256, 80, 2)[0].shape == (128, 64)
+
+
+def test_d128_key_block_pads_the_keys_least():
+    # 2048 keys: 13 blocks of 160 (2080) against 12 of 176 (2112); 8192: 47 of 176 (8272) against 52 of 160
+    # (8320); an unknown length (varlen) and a tie keep 176; causal and the short tiles are unchanged
+    assert [ha.tile_config(128, False, n).bn for n in (2048, 4096, 8192, 1232, 4224, None)] == [160, 160, 176, 176,
+                                                                                                176, 176]
+    assert ha.least_padded_block(352, (176, 160)) == 176
+    assert ha.tile_config(128, True, 2048).bn == 128 and ha.tile_config(128, False, 1024).bn == 128

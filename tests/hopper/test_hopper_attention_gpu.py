@@ -81,6 +81,16 @@ def test_seqlen_pairs(sq, sk, d, causal):
         _check_sequence(torch, o[i], lse[i], q[i], k[i], v[i], causal, 1 / math.sqrt(d))
 
 
+@pytest.mark.parametrize("sq,sk,bn", [(2048, 2048, 160), (1500, 4000, 160), (1100, 1232, 176)])
+def test_d128_key_block_by_length(sq, sk, bn):
+    # D = 128 non-causal takes the key block that pads the keys least (160 or 176): both against float64
+    torch = _torch()
+    assert ha.tile_config(128, False, sk).bn == bn
+    q, k, v = _inputs(torch, 1, sq, sk, 2, 1, 128, seed=sq + sk)
+    o, lse = ha.attention(q, k, v)
+    _check_sequence(torch, o[0], lse[0], q[0], k[0], v[0], False, 1 / math.sqrt(128))
+
+
 @pytest.mark.parametrize("kv_heads", [6, 2, 1])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 def test_gqa_and_mqa(kv_heads, causal):
