@@ -376,7 +376,7 @@ def test_o_in_q_is_a_tile_flag():
 
 def test_d128_key_block_pads_the_keys_least():
     # 2048 keys: 13 blocks of 160 (2080) against 12 of 176 (2112); 8192: 47 of 176 (8272) against 52 of 160
-    # (8320); an unknown length (varlen) and a tie keep 176; causal and the short tiles are unchanged
+    # (8320); no length (None) and a tie keep 176; causal and the short tiles are unchanged
     assert [ha.tile_config(128, False, n).bn for n in (2048, 4096, 8192, 1232, 4224, None)] == [160, 160, 176, 176,
                                                                                                 176, 176]
     assert ha.least_padded_block(352, (176, 160)) == 176
