@@ -866,7 +866,8 @@ def candidate_configs(M, N, K, dtype=tylo.bf16, a_k_major=True, b_k_major=False)
         mk, nk = (N, M) if swap else (M, N)
         tns = sorted({64, 128, 256} | ({min(256, max(8, -(-nk // 8) * 8))} if nk < 64 else set()))
         for consumers in (1, 2):
-            for tn in tns + [192] * (consumers == 2):
+            widths = tns + [192] if consumers == 2 else tns
+            for tn in widths:
                 direct = swap or tn % 64 != 0 or nk % 8 != 0
                 stages = max_stages(64 * consumers, tn, direct, consumers)
                 for split in (1, 2, 3, 4, 6, 8, 12, 16):
