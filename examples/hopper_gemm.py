@@ -775,6 +775,9 @@ SM_BYTES_S = 110e9
 REDUCTION_BYTES_S = 110e9       # one SM's reads of f32 partials in the fixup (a constant of its own for the fit)
 MEM_LATENCY_S = 1.5e-6
 DIRECT_STORES_S = 2.5e11        # elements per second
+# a TMA epilogue's fixed cost per tile past the register epilogue's: the session 12 sweeps (scripts/fit_gemm_model.py)
+# put 0.1-0.2 us, which only moves 1x8x8 (64 x 8 swap-AB 2.6 us against 64 x 64's 3.3, both layouts) among them
+TMA_EPILOGUE_S = 0.15e-6
 LAUNCH_S = 3e-6                 # a launch's start, first loads and tail, whatever the configuration
 UNIT_OVERHEAD_S = 1.5e-6        # a tile piece's prologue / epilogue latency not hidden by the pipeline
 FIXUP_S = 2.5e-6                # a cut piece's partial store, fences, arrival count and barriers (measured)
@@ -850,6 +853,8 @@ def estimate_seconds(cfg, M, N, K, itemsize, sms):
     t += LAUNCH_S
     if cfg.direct:
         t += mk * nk / DIRECT_STORES_S
+    else:       # the TMA epilogue's staging, fence, barrier and store of each of the busiest CTA's jobs
+        t += TMA_EPILOGUE_S * -(-(plan.dp_tiles + plan.workers) // max(plan.grid, 1))
     return t
 
 

@@ -31,7 +31,7 @@ import hopper_gemm as hg  # noqa: E402
 SMS = 132
 # the constants fitted: module globals of hopper_gemm (WGMMA_FIXED_CLOCKS[1] and [2] as W1, W2)
 FITTED = ("W1", "W2", "SM_BYTES_S", "MEM_LATENCY_S", "UNIT_OVERHEAD_S", "FIXUP_S", "PARTIAL_S", "L2_LATENCY_S",
-          "SMEM_READ_BYTES_S", "LAUNCH_S", "HBM_BYTES_S", "REDUCTION_BYTES_S")
+          "SMEM_READ_BYTES_S", "LAUNCH_S", "HBM_BYTES_S", "REDUCTION_BYTES_S", "TMA_EPILOGUE_S")
 
 
 def load(paths):
