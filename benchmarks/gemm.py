@@ -198,13 +198,12 @@ _FLAG_FIELDS = ("stream_k", "swap_ab", "direct", "split_cluster", "split_tail") 
 def extra_configs(hg, text):
     """``--extra``: GemmConfig keyword sets separated by ';' (``stream_k=1;consumers=1,tn=128,split_k=4``);
     stages default to the most that fit the tile."""
-    flags = _FLAG_FIELDS
     out = []
     for item in filter(None, text.split(";")):
         kw = {}
         for pair in item.split(","):
             k, v = (x.strip() for x in pair.split("="))
-            kw[k] = v not in ("0", "False", "false") if k in flags else int(v)
+            kw[k] = v not in ("0", "False", "false") if k in _FLAG_FIELDS else int(v)
         if "stages" not in kw:
             kw["stages"] = hg.max_stages(64 * kw.get("consumers", 2), kw.get("tn", 256), kw.get("direct", False),
                                          kw.get("consumers", 2))

@@ -854,7 +854,7 @@ def estimate_seconds(cfg, M, N, K, itemsize, sms):
     if cfg.direct:
         t += mk * nk / DIRECT_STORES_S
     else:       # the TMA epilogue's staging, fence, barrier and store of each of the busiest CTA's jobs
-        t += TMA_EPILOGUE_S * -(-(plan.dp_tiles + plan.workers) // max(plan.grid, 1))
+        t += TMA_EPILOGUE_S * -(-(plan.dp_tiles + plan.workers) // max(plan.job_slots, 1))
     return t
 
 
@@ -924,18 +924,24 @@ def choose_config(M, N, K, dtype=tylo.bf16, sms=132, a_k_major=True, b_k_major=F
     major since session 11). A ``split_tail`` pick whose schedule is the plain split's (no full wave before
     the tail) is named as the plain split."""
     itemsize = dtype.itemsize
-    if row_align is None:
-        row_align = byte_alignment(K * itemsize)
-    default = GemmConfig(direct=N % 8 != 0)
-    best, best_t = default, estimate_seconds(default, M, N, K, itemsize, sms)
+    best = GemmConfig(direct=N % 8 != 0)
+    best_t = charged_estimate(best, M, N, K, itemsize, sms)
     for cfg in candidate_configs(M, N, K, dtype, a_k_major, b_k_major):
         if cfg.stream_k:
             continue    # measured slower than the model's next pick wherever timed (docs/hopper.md): autotune only
-        charge = NEAR_TIE_FIXUP if cfg.fixup and cfg.consumers == 2 else NEAR_TIE
-        t = estimate_seconds(cfg, M, N, K, itemsize, sms) / charge
+        t = charged_estimate(cfg, M, N, K, itemsize, sms)
         if t < best_t * EXACT_TIE:
             best, best_t = cfg, t
     return finish_config(best, M, N, K, dtype, sms, a_k_major, b_k_major, row_align)
+
+
+def charged_estimate(cfg, M, N, K, itemsize, sms):
+    """``choose_config``'s comparison value: ``estimate_seconds``, divided by ``NEAR_TIE`` (``NEAR_TIE_FIXUP``
+    for split-K with 128-row tiles) for every configuration but the default 128 x 256 tile."""
+    t = estimate_seconds(cfg, M, N, K, itemsize, sms)
+    if cfg == GemmConfig(direct=N % 8 != 0):
+        return t
+    return t / (NEAR_TIE_FIXUP if cfg.fixup and cfg.consumers == 2 else NEAR_TIE)
 
 
 def finish_config(best, M, N, K, dtype=tylo.bf16, sms=132, a_k_major=True, b_k_major=False, row_align=None):

@@ -25,8 +25,10 @@ import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "examples"))
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 
 import hopper_gemm as hg  # noqa: E402
+from gemm import describe_config  # noqa: E402
 
 SMS = 132
 # the constants fitted: module globals of hopper_gemm (WGMMA_FIXED_CLOCKS[1] and [2] as W1, W2)
@@ -68,19 +70,11 @@ def set_constants(values):
         setattr(hg, name, values[name])
 
 
-def charged(cfg, M, N, K):
-    """choose_config's comparison value."""
-    t = hg.estimate_seconds(cfg, M, N, K, 2, SMS)
-    if cfg == hg.GemmConfig(direct=N % 8 != 0):
-        return t
-    return t / (hg.NEAR_TIE_FIXUP if cfg.fixup and cfg.consumers == 2 else hg.NEAR_TIE)
-
-
 def evaluate(data):
     """(sum of log regrets, mean |log(estimate / measured)|, [(shape, layout, pick, best, regret)])."""
     total, err, n, rows = 0.0, 0.0, 0, []
     for (M, N, K), layout, timed in data:
-        pick = min(timed, key=lambda c: charged(c, M, N, K))
+        pick = min(timed, key=lambda c: hg.charged_estimate(c, M, N, K, 2, SMS))
         best = min(timed, key=timed.get)
         regret = timed[pick] / timed[best]
         total += math.log(regret)
@@ -109,21 +103,13 @@ def fit(data, rounds, seed):
     return best
 
 
-def describe(cfg):
-    text = f"{cfg.tm}x{cfg.tn}"
-    text += f" split{cfg.split_k}" if cfg.split_k > 1 else ""
-    text += " tail" if cfg.split_tail else ""
-    text += " swap" if cfg.swap_ab else ""
-    return text
-
-
 def report(name, data):
     regret, err, rows = evaluate(data)
     print(f"{name}: {len(rows)} shapes, geometric-mean regret {math.exp(regret / max(len(rows), 1)):.4f}, "
           f"worst {max((r[4] for r in rows), default=1):.3f}, mean |log error| {err:.3f}")
     for shape, layout, pick, best, r in rows:
         if r > 1.03:
-            print(f"    {'x'.join(map(str, shape))} {layout}: pick {describe(pick)}, best {describe(best)}, "
+            print(f"    {'x'.join(map(str, shape))} {layout}: pick {describe_config(pick)}, best {describe_config(best)}, "
                   f"regret {r:.3f}")
 
 

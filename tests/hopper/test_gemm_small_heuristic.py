@@ -63,10 +63,7 @@ def est(c, M, N, K):
 
 def charged(c, M, N, K):
     """choose_config's comparison value: the estimate, charged for leaving the default tile."""
-    t = est(c, M, N, K)
-    if c == hg.GemmConfig(direct=N % 8 != 0):
-        return t
-    return t / (hg.NEAR_TIE_FIXUP if c.fixup and c.consumers == 2 else hg.NEAR_TIE)
+    return hg.charged_estimate(c, M, N, K, 2, SMS)
 
 
 def assert_measured_order(shape, rows):
