@@ -137,17 +137,35 @@ def load_stage_multicast(tmap, ptr, mn0, k0, bar, MASK: tylo.constexpr, EXTENT: 
         tma.tma_load_tile(tmap.plan, tmap, stage_tile(tmap, ptr, EXTENT, MN), (mn0, k0), bar, multicast=MASK)
 
 
+@functools.lru_cache(maxsize=None)
+def row_mask(cluster_m, cluster_n):
+    """The cluster ranks ``cluster_m j`` (j < cluster_n) as a CTA mask: the CTAs of cluster row 0, which take
+    one M tile and share its A tile (``rank % cluster_m`` is a CTA's row, ``rank // cluster_m`` its column)."""
+    return sum(1 << (cluster_m * j) for j in range(cluster_n))
+
+
 @tylo.func
-def load_shared_stage(tmap, ptr, mn0, k0, bar, ring, rank, SHARERS: tylo.constexpr, EXTENT: tylo.constexpr,
-                      MN: tylo.constexpr):
-    """``load_stage`` of an operand tile that the SHARERS CTAs of a cluster share: at ring step ``ring``,
-    CTA ``ring % SHARERS`` loads it into the stage of every one of them (TMA multicast); unshared
-    (SHARERS = 1), each CTA loads its own."""
-    if SHARERS == 1:
-        load_stage(tmap, ptr, mn0, k0, bar, EXTENT, MN)
+def load_shared_stage(tmap, ptr, mn0, k0, bar, ring, rank, CLUSTER_M: tylo.constexpr, CLUSTER_N: tylo.constexpr,
+                      SHARED_ALONG_M: tylo.constexpr, EXTENT: tylo.constexpr, MN: tylo.constexpr):
+    """``load_stage`` of an operand tile that several CTAs of a CLUSTER_M x CLUSTER_N cluster share (rank r sits at
+    row ``r % CLUSTER_M``, column ``r // CLUSTER_M``): B (SHARED_ALONG_M) by the CTAs of a column, A by those of a
+    row. At ring step ``ring`` one sharer, taken in turn, loads it into the stage of every one of them (TMA
+    multicast); unshared (one sharer), each CTA loads its own."""
+    if SHARED_ALONG_M:
+        if CLUSTER_M == 1:
+            load_stage(tmap, ptr, mn0, k0, bar, EXTENT, MN)
+        else:
+            if ring % CLUSTER_M == rank % CLUSTER_M:
+                column = rank // CLUSTER_M
+                load_stage_multicast(tmap, ptr, mn0, k0, bar, ((1 << CLUSTER_M) - 1) << (CLUSTER_M * column),
+                                     EXTENT, MN)
     else:
-        if ring % SHARERS == rank:
-            load_stage_multicast(tmap, ptr, mn0, k0, bar, (1 << SHARERS) - 1, EXTENT, MN)
+        if CLUSTER_N == 1:
+            load_stage(tmap, ptr, mn0, k0, bar, EXTENT, MN)
+        else:
+            if ring % CLUSTER_N == rank // CLUSTER_M:
+                load_stage_multicast(tmap, ptr, mn0, k0, bar, row_mask(CLUSTER_M, CLUSTER_N) << (rank % CLUSTER_M),
+                                     EXTENT, MN)
 
 
 @tylo.func
@@ -166,15 +184,12 @@ def release_stage(bar, CLUSTER: tylo.constexpr):
 def group_tile(tile, num_g, num_gn, rank, GROUP_M: tylo.constexpr, CLUSTER_M: tylo.constexpr,
                CLUSTER_N: tylo.constexpr):
     """(M tile, N tile) of cluster rank ``rank`` in job ``tile``: jobs are groups of CLUSTER_M x CLUSTER_N
-    adjacent tiles (one of the two is 1), walked in grouped order over ``num_g`` x ``num_gn`` groups."""
+    adjacent tiles, walked in grouped order over ``num_g`` x ``num_gn`` groups; rank r takes the group's tile
+    at row ``r % CLUSTER_M``, column ``r // CLUSTER_M`` (a split-K cluster's CTAs all take the job's tile)."""
     pg, pgn = tile_coords(tile, num_g, num_gn, GROUP_M)
-    pm = pg * CLUSTER_M
-    pn = pgn * CLUSTER_N
-    if CLUSTER_M > 1:
-        pm += rank
-    if CLUSTER_N > 1:
-        pn += rank
-    return pm, pn
+    if CLUSTER_M * CLUSTER_N == 1:
+        return pg, pgn
+    return pg * CLUSTER_M + rank % CLUSTER_M, pgn * CLUSTER_N + rank // CLUSTER_M
 
 
 @tylo.func
@@ -366,17 +381,16 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
     tiles evenly (``job_range``). FIXUP: compile the reduction of tiles cut between workers (``fixup``:
     f32 partials in ``ws``, arrival counts in ``counters``, zero between launches); without it
     ``workers`` must be 0.
-    CLUSTER_M: launched in clusters of CLUSTER_M x 1 CTAs (``cluster=(CLUSTER_M, 1, 1)``, no fixup) that take
-    vertically adjacent tiles (M tiles CLUSTER_M i + rank, one N tile): a job is such a group of tiles,
-    ``dp_tiles`` counts groups. They share the B tile: at ring step r, CTA r % CLUSTER_M loads it into every
-    CTA of the cluster (TMA multicast); each CTA loads its own A. A stage's ``empty`` barrier counts the
-    releases of the consumers of every CTA (remote arrivals), so no producer overwrites a stage a peer still
-    reads. A CTA whose tile lies past M still loads (zero-filled A), computes and releases, but stores
-    nothing. CLUSTER_N: the same along N (``cluster=(CLUSTER_N, 1, 1)``): horizontally adjacent tiles (N tiles
-    CLUSTER_N j + rank, one M tile) share the A tile, and each CTA loads its own B. CLUSTER_K: split-K whose
-    ``workers`` (K ranges, consecutive per tile) run as clusters of CLUSTER_K CTAs, one job per CTA (grid =
-    ``workers``), summed in rank 0's shared memory (``cluster_reduce``; no fixup). At most one of the three
-    is above 1."""
+    CLUSTER_M x CLUSTER_N: launched in clusters of that many CTAs (``cluster=(CLUSTER_M * CLUSTER_N, 1, 1)``, no
+    fixup) that take a CLUSTER_M x CLUSTER_N group of adjacent tiles (rank r the tile at row ``r % CLUSTER_M``,
+    column ``r // CLUSTER_M`` of the group): a job is such a group, ``dp_tiles`` counts groups. The CTAs of a
+    column share their B tile, those of a row their A tile: at ring step r, one CTA of each column (row), in turn,
+    loads it into every CTA of that column (row) by TMA multicast. A stage's ``empty`` barrier counts the
+    releases of the consumers of every CTA of the cluster (remote arrivals), so no producer overwrites a stage a
+    peer still reads. A CTA whose tile lies past M or N still loads (zero-filled), computes and releases, but
+    stores nothing. CLUSTER_K: split-K whose ``workers`` (K ranges, consecutive per tile) run as clusters of
+    CLUSTER_K CTAs, one job per CTA (grid = ``workers``), summed in rank 0's shared memory (``cluster_reduce``; no
+    fixup); it takes no CLUSTER_M or CLUSTER_N."""
     PLAN = wgmma_plan(DTYPE, TN)
     BK = k_step(DTYPE)
     TM = 64 * CONSUMERS
@@ -451,9 +465,9 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
                         mb.mbarrier_arrive_expect_tx(full + s, (TM + TN) * 128)
                         # A is shared along a cluster of N tiles, B along one of M tiles
                         load_shared_stage(a_map, sa_ptr + s * (TM * BK), pm * TM, kt * BK, full + s, ring, rank,
-                                          CLUSTER_N, TM, A_MN)
+                                          CLUSTER_M, CLUSTER_N, False, TM, A_MN)
                         load_shared_stage(b_map, sb_ptr + s * (TN * BK), pn * TN, kt * BK, full + s, ring, rank,
-                                          CLUSTER_M, TN, B_MN)
+                                          CLUSTER_M, CLUSTER_N, True, TN, B_MN)
                         ring += 1
                     it += ke - kb
     else:
@@ -498,10 +512,8 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
                 if CLUSTER_K > 1:
                     done, res = cluster_reduce(res, stages_smem.ptr, red.ptr, rank, cons, lead, TM, TN, CLUSTER_K,
                                                CONSUMERS)
-                if CLUSTER_M > 1:
-                    done = tylo.where(pm < num_m, 1, 0)      # a cluster's tile past M (odd M tiles) stores nothing
-                if CLUSTER_N > 1:
-                    done = tylo.where(pn < num_n, 1, 0)      # and past N
+                if SHARERS > 1:
+                    done = tylo.where((pm < num_m) & (pn < num_n), 1, 0)   # a cluster's tile past M or N stores nothing
                 if done != 0:
                     epilogue(res, c_map, out, sc.ptr, pm * TM + cons * 64, pn * TN, M, N, ld_row, ld_col, cons,
                              lead, TN, C_BUFS, DIRECT)
@@ -560,6 +572,8 @@ SHARED_LIMIT = resource_limits("sm_90a").shared_bytes_per_block
 SM_RESERVED_SHARED = resource_limits("sm_90a").reserved_shared_bytes      # the driver's, per CTA
 SM_SHARED_BYTES = SHARED_LIMIT + SM_RESERVED_SHARED                        # one SM's 228 KB
 MAX_STAGES = 8
+CLUSTER_SIDES = (1, 2, 4)
+MAX_CLUSTER = 8         # CTAs: the portable cluster size
 
 
 @dataclass(frozen=True)
@@ -603,9 +617,10 @@ class GemmConfig:
             raise ValueError(f"GemmConfig: stages >= 2, group_m, c_bufs and split_k >= 1; got {self}")
         if self.stream_k and self.split_k > 1:
             raise ValueError(f"GemmConfig: stream_k and split_k > 1 are two schedules; choose one: {self}")
-        if self.cluster_m not in (1, 2) or self.cluster_n not in (1, 2) or self.cluster_m * self.cluster_n > 2:
-            raise ValueError(f"GemmConfig: cluster_m = 2 (pairs of M tiles sharing B) or cluster_n = 2 (pairs of N "
-                             f"tiles sharing A), not both; got {self}")
+        if (self.cluster_m not in CLUSTER_SIDES or self.cluster_n not in CLUSTER_SIDES
+                or self.cluster_m * self.cluster_n > MAX_CLUSTER):
+            raise ValueError(f"GemmConfig: cluster_m (M tiles sharing B) and cluster_n (N tiles sharing A) are each "
+                             f"one of {CLUSTER_SIDES}, at most {MAX_CLUSTER} CTAs together; got {self}")
         if self.split_cluster and not (2 <= self.split_k <= 8 and self.cluster_m * self.cluster_n == 1):
             raise ValueError(f"GemmConfig: split_cluster runs the split_k (2 to 8) CTAs of a tile as one cluster, "
                              f"without cluster_m / cluster_n; got {self}")
@@ -706,13 +721,15 @@ def k_steps(K, itemsize):
     return -(-K // (128 // itemsize))
 
 
-def schedule(config, mk, nk, K, itemsize, sms):
+def schedule(config, mk, nk, K, itemsize, sms, cluster_slots=None):
     """The ``Schedule`` of ``config`` for a kernel-orientation (mk, nk, K) problem on ``sms`` SMs.
 
     * plain: one job per tile, ``min(sms, tiles)`` CTAs.
-    * 2 x 1 clusters (``cluster_m`` = 2): one job per pair of vertically adjacent tiles (M tiles 2i, 2i + 1;
-      the second past M when the M tiles are odd), two CTAs per job, ``2 min(sms // 2, pairs)`` CTAs; the
-      same with pairs of horizontally adjacent tiles for ``cluster_n`` = 2.
+    * clusters (``cluster_m`` x ``cluster_n``): one job per group of that many adjacent tiles (peers past M or
+      N when the tiles do not divide), ``cluster_size`` CTAs per job, ``cluster_size min(slots, groups)`` CTAs,
+      where ``slots`` is ``cluster_slots`` (the clusters the device runs at once: ``cluster_slots``) when
+      given, else ``sms // cluster_size``. E.g. 2 x 1 clusters take pairs of vertically adjacent tiles (M tiles
+      2i, 2i + 1).
     * split-K S: every tile is cut into S even K ranges (S at most the K steps): ``tiles * S`` workers
       whose shares end at tile boundaries (worker w takes tile w // S). With ``split_tail`` only the
       ``tiles % sms`` tiles past the last full wave are cut; the full waves are whole-tile jobs.
@@ -725,7 +742,8 @@ def schedule(config, mk, nk, K, itemsize, sms):
     if config.cluster_m * config.cluster_n > 1:
         cs = config.cluster_size
         groups = -(-mk // (config.tm * config.cluster_m)) * -(-nk // (config.tn * config.cluster_n))
-        return Schedule(cs * max(1, min(sms // cs, groups)), groups, 0, groups, ktiles, cs)
+        slots = sms // cs if cluster_slots is None else min(sms // cs, cluster_slots)
+        return Schedule(cs * max(1, min(slots, groups)), groups, 0, groups, ktiles, cs)
     if config.split_cluster:
         if ktiles < config.split_k:
             raise ValueError(f"hopper_gemm: split_cluster gives each of its {config.split_k} CTAs a K range, but K "
@@ -749,6 +767,17 @@ def schedule(config, mk, nk, K, itemsize, sms):
         raise ValueError(f"hopper_gemm: {plan.workers} workers over {plan.sk_iters} K iterations overflow the "
                          f"kernel's 32-bit share arithmetic; use fewer splits or no stream-K")
     return plan
+
+
+@functools.lru_cache(maxsize=64)
+def cluster_slots(config, dtype, a_mn, b_mn, device=0):
+    """How many clusters of ``config``'s kernel (kernel-orientation operand majors) the device runs at once: the
+    driver's occupancy count for the specialisation ``launch`` compiles (``spec``). H200: 66 pairs, but 30
+    clusters of 4 and 15 of 8 CTAs that each fill an SM (not 33 and 16: a cluster's CTAs share a GPC), where a
+    persistent grid sized by the SM count ran 1.6x slower (validation.md, session 13)."""
+    compiled = hopper_gemm._compile(spec(a_mn=a_mn, b_mn=b_mn, dtype=dtype, config=config), "sm_90a",
+                                    (config.threads, 1, 1))
+    return compiled.max_active_clusters(config.cluster_size, config.threads)
 
 
 def fit_split_cluster(config, K, itemsize):
@@ -1172,7 +1201,9 @@ def prepare(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=Non
     if config.direct and span >= 2 ** 31:     # the register epilogue's offsets are 32-bit
         raise ValueError(f"hopper_gemm: the output ({span} elements) exceeds 32-bit offsets for the register "
                          f"epilogue (direct=True); use the TMA epilogue")
-    plan = schedule(config, mk, nk, K, dtype.itemsize, sms)
+    slots = (cluster_slots(config, dtype, ka_mn, kb_mn, driver.current_device())
+             if config.cluster_m * config.cluster_n > 1 else None)
+    plan = schedule(config, mk, nk, K, dtype.itemsize, sms, slots)
     grid = max(1, plan.grid)
     # the fixup's partial tiles and arrival counters (left zero by every launch), per device and stream
     device, on = describe_array(c).device_ordinal, launch_stream(stream, c)

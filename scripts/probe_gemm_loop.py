@@ -34,9 +34,9 @@ from gemm import bench, extra_configs  # noqa: E402
 _PRODUCER_LOADS = """                        mb.mbarrier_arrive_expect_tx(full + s, (TM + TN) * 128)
                         # A is shared along a cluster of N tiles, B along one of M tiles
                         load_shared_stage(a_map, sa_ptr + s * (TM * BK), pm * TM, kt * BK, full + s, ring, rank,
-                                          CLUSTER_N, TM, A_MN)
+                                          CLUSTER_M, CLUSTER_N, False, TM, A_MN)
                         load_shared_stage(b_map, sb_ptr + s * (TN * BK), pn * TN, kt * BK, full + s, ring, rank,
-                                          CLUSTER_M, TN, B_MN)
+                                          CLUSTER_M, CLUSTER_N, True, TN, B_MN)
 """
 _CONSUMER_STEP = """                    pending = mma_stage(PLAN, a_map, b_map, sa_ptr + s * (TM * BK), sb_ptr + s * (TN * BK),
                                         cons * 64, pending, A_MN, B_MN, TM, TN)

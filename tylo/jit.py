@@ -91,6 +91,12 @@ class CompiledKernel:
         TMA descriptor): the layout of the argument buffer."""
         return [_ctype(t) for t in self.param_types]
 
+    def max_active_clusters(self, cluster_size: int, block) -> int:
+        """Clusters of ``cluster_size`` CTAs of ``block`` threads that the current device runs at once (the
+        driver's occupancy count): the most a persistent grid of clusters should launch."""
+        from .runtime.launch import max_active_clusters
+        return max_active_clusters(self.launcher.function, _dim3(block, "block"), self.shared_bytes, cluster_size)
+
     @property
     def launcher(self):
         if self._launcher is None:

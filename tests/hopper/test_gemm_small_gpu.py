@@ -1,5 +1,5 @@
 """The Hopper GEMM's small-shape mechanisms on an sm_90 GPU: every tile shape, swap-AB, split-K and
-stream-K (the in-kernel fixup), 2 x 1 clusters with B multicast and the register (direct) epilogue
+stream-K (the in-kernel fixup), clusters of 2 to 8 CTAs with A and B multicast and the register (direct) epilogue
 against a float64 product on ragged and tiny shapes (M, N or K = 1), bf16 and fp8; split-K and stream-K
 results bitwise equal run to run, with the arrival counters back at zero after each launch; clusters on
 large and ragged shapes bitwise equal to the same tile without them; the heuristic's own choices."""
@@ -49,6 +49,12 @@ CONFIGS = {
     # 1 x 2 clusters sharing A
     "clustern2": C(cluster_n=2),
     "clustern2-direct-64x64": C(consumers=1, tn=64, stages=8, direct=True, cluster_n=2),
+    # larger clusters: a column's CTAs share B, a row's share A
+    "cluster2x2": C(cluster_m=2, cluster_n=2),
+    "cluster4x1-64x128": C(consumers=1, tn=128, stages=8, cluster_m=4),
+    "cluster1x4-direct-64x64": C(consumers=1, tn=64, stages=8, direct=True, cluster_n=4),
+    "cluster2x4-64x128": C(consumers=1, tn=128, stages=8, cluster_m=2, cluster_n=4),
+    "cluster4x2-128x128": C(tn=128, stages=6, cluster_m=4, cluster_n=2),
     # split-K as clusters, the partials summed in rank 0's shared memory
     "split2-cluster": C(split_k=2, split_cluster=True),
     "split3-cluster-64x128": C(consumers=1, tn=128, stages=8, split_k=3, split_cluster=True),
@@ -127,7 +133,8 @@ def test_fp8_configs(name, M, N, K):
 # cluster's second CTA computes a tile past M and stores nothing); every layout, K- and MN-major operands
 # (an MN-major B spans its 64-wide boxes by the descriptor's leading byte offset, which the cluster rank
 # in the shared-window address corrupted until descriptors dropped it)
-@pytest.mark.parametrize("name,base", [("cluster2", "default"), ("cluster2-64x128", "64x128"), ("clustern2", "default")])
+@pytest.mark.parametrize("name,base", [("cluster2", "default"), ("cluster2-64x128", "64x128"), ("clustern2", "default"),
+                                       ("cluster2x2", "default"), ("cluster2x4-64x128", "64x128")])
 @pytest.mark.parametrize("M,N,K,layout", [(4096, 4096, 4096, "rc"), (2900, 5000, 2000, "rc"),
                                           (1104, 8192, 16384, "rc"), (8192, 8192, 8192, "rc"), (200, 776, 4104, "rc"),
                                           (4096, 4096, 4096, "rr"), (2904, 5000, 2000, "cr"),

@@ -264,6 +264,21 @@ def test_cluster_config_assembles_with_multicast_b(cfg, b_mn):
     assert ck.shared_bytes <= cfg.shared_bytes <= hg.SHARED_LIMIT
 
 
+@pytest.mark.parametrize("cfg", [hg.GemmConfig(cluster_m=2, cluster_n=2),
+                                 hg.GemmConfig(consumers=1, tn=128, stages=8, cluster_m=2, cluster_n=4)], ids=repr)
+def test_two_dimensional_cluster_assembles_with_both_operands_multicast(cfg):
+    ck = hg.hopper_gemm._compile(hg.spec(config=cfg), "sm_90a", (cfg.threads, 1, 1))
+    ptx = ck.ptx
+    assert ".local" not in ptx and "call.uni" not in ptx
+    assert ck.resources.spill_bytes == 0 and ck.resources.stack_bytes == 0
+    load = "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+    # A and B both shared (rows and columns of the cluster): every load multicasts
+    assert ptx.count(load + ".multicast::cluster") >= 2 and ptx.count(load + " ") == 0
+    # a stage's release reaches every CTA of the cluster, per consumer
+    assert ptx.count("mbarrier.arrive.shared::cluster.b64") == 2 * cfg.cluster_size
+    assert ck.shared_bytes <= cfg.shared_bytes <= hg.SHARED_LIMIT
+
+
 def test_cluster_schedule_pairs_vertically_adjacent_tiles():
     cfg = hg.GemmConfig(cluster_m=2)
     # 4096^3: 32 x 16 tiles = 256 pairs on 66 clusters of 2 CTAs
@@ -292,10 +307,43 @@ def test_cluster_schedule_pairs_vertically_adjacent_tiles():
         assert len(seen) - len(inside) == (num_m % 2) * num_n       # only the odd row's peers fall past M
 
 
+@pytest.mark.parametrize("cm,cn", [(2, 2), (4, 1), (1, 4), (2, 4), (4, 2)])
+def test_cluster_schedule_covers_every_tile_once(cm, cn):
+    # host replica of the kernel's walk (group_tile: rank r at row r % CLUSTER_M, column r // CLUSTER_M of a
+    # CLUSTER_M x CLUSTER_N group): every tile of the matrix once; the peers past M or N store nothing
+    cfg = hg.GemmConfig(consumers=1, tn=64, stages=8, cluster_m=cm, cluster_n=cn)
+    cs = cm * cn
+    for M, N, sms in [(300, 776, 132), (1000, 5000, 8), (200, 136, 132)]:
+        plan = hg.schedule(cfg, M, N, 64, 2, sms)
+        num_m, num_n = -(-M // 64), -(-N // 64)
+        num_g, num_gn = -(-num_m // cm), -(-num_n // cn)
+        assert plan.cluster == cs and plan.grid % cs == 0 and plan.dp_tiles == num_g * num_gn
+        seen = []
+        for block in range(plan.grid):
+            rank = block % cs
+            for job in range(block // cs, plan.dp_tiles, plan.grid // cs):
+                per = cfg.group_m * num_gn
+                first = (job // per) * cfg.group_m
+                rows = min(num_g - first, cfg.group_m)
+                pg, pgn = first + job % per % rows, job % per // rows
+                seen.append((pg * cm + rank % cm, pgn * cn + rank // cm))
+        inside = [t for t in seen if t[0] < num_m and t[1] < num_n]
+        assert sorted(inside) == [(m, n) for m in range(num_m) for n in range(num_n)]
+        assert len(seen) == plan.dp_tiles * cs
+
+
+def test_cluster_multicast_masks():
+    # A is shared by a cluster row (ranks r, r + CLUSTER_M, ...), B by a column (CLUSTER_M consecutive ranks)
+    assert hg.row_mask(2, 4) == 0b01010101 and hg.row_mask(4, 2) == 0b00010001 and hg.row_mask(1, 4) == 0b1111
+    assert hg.row_mask(2, 1) == 1
+
+
 def test_cluster_config_validation():
-    for bad in (dict(cluster_m=4), dict(cluster_n=3), dict(cluster_m=2, cluster_n=2)):
-        with pytest.raises(ValueError, match="cluster_m = 2 .* or cluster_n = 2"):
+    for bad in (dict(cluster_m=8), dict(cluster_n=3), dict(cluster_m=4, cluster_n=4), dict(cluster_m=0)):
+        with pytest.raises(ValueError, match=r"each one of \(1, 2, 4\), at most 8 CTAs together"):
             hg.GemmConfig(**bad)
+    assert hg.GemmConfig(cluster_m=2, cluster_n=4).cluster == (8, 1, 1)
+    assert hg.GemmConfig(cluster_m=4, cluster_n=2).constexprs(tylo.bf16, False, False)[-3:] == (4, 2, 1)
     for along in ("cluster_m", "cluster_n"):
         with pytest.raises(ValueError, match="do not combine with split_k or stream_k"):
             hg.GemmConfig(**{along: 2}, split_k=2)

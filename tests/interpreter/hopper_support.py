@@ -63,7 +63,7 @@ def gemm_args(a, b, c, config=None):
 
 
 def gemm_cluster_args(a, b, c, config, sms, a_mn=False, b_mn=False):
-    """Runtime arguments and grid of a cluster launch (``cluster_m`` or ``cluster_n`` = 2, or ``split_cluster``;
+    """Runtime arguments and grid of a cluster launch (``cluster_m`` / ``cluster_n`` > 1, or ``split_cluster``;
     A K-major, or MN-major: A column-major, ``a_mn``; B K-major, or MN-major: B row-major, ``b_mn``) under
     ``hopper_gemm.schedule`` for ``sms`` SMs: ``dp_tiles`` counts the clusters' tile pairs, ``workers`` a split
     cluster's K ranges."""

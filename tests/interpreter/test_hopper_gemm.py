@@ -73,7 +73,7 @@ def test_small_configs_match_float64(name):
     assert relative_error(a, b, c) < 4e-3
 
 
-# 2 x 1 clusters sharing B by TMA multicast (cluster_m = 2), or A (cluster_n = 2): the interpreter runs a cluster's two CTAs
+# 2 x 1 clusters sharing B by TMA multicast (cluster_m = 2), or A (cluster_n = 2): the interpreter runs a cluster's CTAs
 # together, delivers each multicast box to both and checks every stage's refill is ordered after both
 # CTAs' WGMMAs read it (the remote releases)
 CLUSTER_SHAPES = {
@@ -86,10 +86,22 @@ CLUSTER_SHAPES = {
     "64x64-along-n-one-cluster": (dict(tn=64, consumers=1, stages=2, cluster_n=2), (72, 136, 136), 2),
     "64x64-along-n-two-clusters": (dict(tn=64, consumers=1, stages=2, cluster_n=2), (136, 136, 72), 4),
     "64x64-along-n-direct": (dict(tn=64, consumers=1, stages=3, cluster_n=2, direct=True), (70, 136, 72), 2),
+    # 2 x 2, 4 x 1, 1 x 4 and 2 x 4 clusters: a column's CTAs share B, a row's share A (row-varying multicast
+    # masks); 3 x 3 tiles leave peers past M and past N, and one cluster walks two groups through the ring
+    "64x64-2x2": (dict(tn=64, consumers=1, stages=2, cluster_m=2, cluster_n=2), (136, 136, 136), 4),
+    "64x64-2x2-two-clusters": (dict(tn=64, consumers=1, stages=2, cluster_m=2, cluster_n=2), (136, 200, 72), 8),
+    "64x64-4x1": (dict(tn=64, consumers=1, stages=2, cluster_m=4), (200, 72, 136), 4),
+    "64x64-1x4-direct": (dict(tn=64, consumers=1, stages=3, cluster_n=4, direct=True), (72, 200, 72), 4),
+    "64x64-2x4": (dict(tn=64, consumers=1, stages=2, cluster_m=2, cluster_n=4), (136, 200, 72), 8),
 }
 
 
-@pytest.mark.parametrize("name", CLUSTER_SHAPES)
+# the larger clusters' other shapes run in the slow tier (seconds each)
+SLOW_CLUSTER_SHAPES = {"64x64-2x2-two-clusters", "64x64-4x1", "64x64-1x4-direct"}
+
+
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow) if name in SLOW_CLUSTER_SHAPES else name
+                                  for name in CLUSTER_SHAPES])
 def test_cluster_configs_match_float64(name):
     from hopper_support import gemm_cluster_args
     from hopper_support import hopper_gemm as h
@@ -98,7 +110,7 @@ def test_cluster_configs_match_float64(name):
     cfg = h.GemmConfig(**kw)
     a, b, c = gemm_operands(M, N, K, seed=6)
     args, grid = gemm_cluster_args(a, b, c, cfg, sms)
-    run(gemm_ir(config=cfg), args, grid=(grid,), block=(cfg.threads,), cluster=(2, 1, 1), seed=3)
+    run(gemm_ir(config=cfg), args, grid=(grid,), block=(cfg.threads,), cluster=cfg.cluster, seed=3)
     assert relative_error(a, b, c) < 4e-3
 
 

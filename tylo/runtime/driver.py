@@ -100,6 +100,8 @@ _PROTOS: dict[str, tuple[str, list]] = {
     "cuModuleGetFunction": ("cuModuleGetFunction", [_P(_vp), _vp, _cp]),  # (CUfunction*, CUmodule, const char*)
     "cuFuncGetAttribute": ("cuFuncGetAttribute", [_P(_i), _i, _vp]),  # (int*, attr, CUfunction)
     "cuFuncSetAttribute": ("cuFuncSetAttribute", [_vp, _i, _i]),      # (CUfunction, attr, int)
+    # (int*, CUfunction, const CUlaunchConfig*): runtime/launch.py's max_active_clusters
+    "cuOccupancyMaxActiveClusters": ("cuOccupancyMaxActiveClusters", [_P(_i), _vp, _vp]),
     "cuMemAlloc": ("cuMemAlloc_v2", [_P(_ull), _sz]),                 # (CUdeviceptr*, size_t)
     "cuMemFree": ("cuMemFree_v2", [_ull]),                            # (CUdeviceptr)
     "cuMemcpyHtoD": ("cuMemcpyHtoD_v2", [_ull, _vp, _sz]),            # (CUdeviceptr, const void*, size_t)

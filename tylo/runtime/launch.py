@@ -97,6 +97,25 @@ assert CUlaunchConfig.hStream.offset == 32 and CUlaunchConfig.numAttrs.offset ==
 assert CUlaunchAttribute.value.offset == 8
 
 
+def max_active_clusters(function: int, block, shared_bytes: int, cluster_size: int) -> int:
+    """How many clusters of ``cluster_size`` CTAs (``block`` threads, ``shared_bytes`` of dynamic shared memory
+    each) of ``function`` the device runs at once (cuOccupancyMaxActiveClusters). A persistent grid of clusters
+    must not exceed it: clusters past it start only when a resident one exits, after all of its jobs. It can be
+    less than the SM count over ``cluster_size`` (H200: 30 clusters of 4 CTAs that each fill an SM, not 33): a
+    cluster's CTAs share a GPC."""
+    from . import driver
+    driver.ensure_context()
+    bx, by, bz = block
+    attr = CUlaunchAttribute(id=CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION)
+    attr.value.clusterDim = _Dim3(cluster_size, 1, 1)
+    config = CUlaunchConfig(gridDimX=cluster_size, gridDimY=1, gridDimZ=1, blockDimX=bx, blockDimY=by, blockDimZ=bz,
+                            sharedMemBytes=shared_bytes, attrs=ctypes.pointer(attr), numAttrs=1)
+    count = ctypes.c_int()
+    driver._call("cuOccupancyMaxActiveClusters", ctypes.byref(count), ctypes.c_void_p(function),
+                 ctypes.byref(config))
+    return count.value
+
+
 # ------------------------------------------------------------------- libcuda
 
 _lib_state: dict = {}

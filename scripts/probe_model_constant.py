@@ -1,0 +1,93 @@
+"""A/B a change of the GEMM cost model's constants on the GPU, where it changes the heuristic's picks.
+
+    python scripts/probe_model_constant.py --set MEM_LATENCY_S=1.05e-6 [--suites issue,llm,ragged,losers]
+                                           [--layouts rr,rc] [--json PATH]
+
+For every shape of the suites (benchmarks/gemm.py's) and layout whose ``choose_config`` pick changes under the
+new constants, times the old pick, the new one and cuBLAS interleaved (each result checked against torch first)
+and prints the ratio; the geometric mean of new / old time ends the table."""
+import argparse
+import dataclasses
+import json
+import math
+import os
+import sys
+
+import torch
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "examples"))
+sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
+import hopper_gemm as hg  # noqa: E402
+from gemm import SUITES, describe_config, interleaved  # noqa: E402
+
+
+def picks(shapes, layouts, constants, sms):
+    saved = {name: getattr(hg, name) for name in constants}
+    for name, value in constants.items():
+        setattr(hg, name, value)
+    hg.choose_config.cache_clear()
+    try:
+        return {(s, lay): hg.choose_config(*s, hg.tylo.bf16, sms, lay[0] == "r", lay[1] == "c")
+                for s in shapes for lay in layouts}
+    finally:
+        for name, value in saved.items():
+            setattr(hg, name, value)
+        hg.choose_config.cache_clear()
+
+
+def operand(rows, cols, major):
+    if major == "r":
+        return torch.randn(rows, cols, device="cuda").bfloat16()
+    return torch.randn(cols, rows, device="cuda").bfloat16().T
+
+
+def time_pair(key, old, new, out):
+    """Time the old and new picks of one (shape, layout) next to cuBLAS; returns new / old time."""
+    (M, N, K), lay = key
+    a, b = operand(M, K, lay[0]), operand(K, N, lay[1])
+    c = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
+    ref = a.double() @ b.double()
+    fns = {"cublas": lambda: torch.matmul(a, b)}
+    for name, cfg in (("old", old), ("new", new)):
+        c.fill_(float("nan"))
+        hg.launch(c, a, b, M, N, K, config=cfg)
+        torch.cuda.synchronize()
+        err = float((c.double() - ref).norm() / ref.norm())
+        assert err < 1e-2, (key, name, err)
+        fns[name] = lambda cfg=cfg: hg.launch(c, a, b, M, N, K, config=cfg)
+    t = interleaved(fns, torch, rounds=3)
+    print(f"{M}x{N}x{K} {lay}: old {describe_config(old)} {t['old'] * 1e3:.1f} us ({t['cublas'] / t['old']:.3f}x "
+          f"cuBLAS), new {describe_config(new)} {t['new'] * 1e3:.1f} us ({t['cublas'] / t['new']:.3f}x)", flush=True)
+    out.write(json.dumps(dict(shape=[M, N, K], layout=lay, old=dataclasses.asdict(old), new=dataclasses.asdict(new),
+                              old_us=t["old"] * 1e3, new_us=t["new"] * 1e3, cublas_us=t["cublas"] * 1e3)) + "\n")
+    return t["new"] / t["old"]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--set", action="append", required=True, help="NAME=VALUE of a hopper_gemm constant")
+    ap.add_argument("--suites", default="issue,llm,ragged,losers")
+    ap.add_argument("--layouts", default="rr,rc")
+    ap.add_argument("--json", default=os.path.join(os.environ.get("OUT", "."), "model_constant.jsonl"))
+    args = ap.parse_args()
+    constants = {k: float(v) for k, v in (item.split("=") for item in args.set)}
+    shapes = sorted({s for suite in args.suites.split(",") for s in SUITES[suite]})
+    layouts = args.layouts.split(",")
+    sms = hg.driver.sm_count()
+    old, new = picks(shapes, layouts, {}, sms), picks(shapes, layouts, constants, sms)
+    ratios = []
+    with open(args.json, "w") as out:
+        for key in old:
+            if old[key] == new[key]:
+                continue
+            ratios.append(time_pair(key, old[key], new[key], out))
+    if ratios:
+        print(f"{len(ratios)} changed picks; geometric mean of new / old time "
+              f"{math.exp(sum(map(math.log, ratios)) / len(ratios)):.3f}, worst {max(ratios):.3f}, best {min(ratios):.3f}")
+    else:
+        print("no pick changes")
+
+
+if __name__ == "__main__":
+    main()
