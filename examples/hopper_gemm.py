@@ -95,6 +95,24 @@ def staging_elems(direct, consumers, c_bufs):
 
 A_TILE, B_TILE, MN_TILE = a_tile(tylo.bf16), b_tile(tylo.bf16), mn_tile(tylo.bf16)
 C_TILE = tma.TMATile(tylo.bf16, (64, 64))        # epilogue staging / TMA store box, 8 KB
+
+
+@functools.lru_cache(maxsize=None)
+def c_tile(tn):
+    """The TMA epilogue's store box for tiles ``tn`` wide: 64 rows by the widest of 64, 32 or 16 columns dividing
+    ``tn`` (a swizzle row of 128, 64 or 32 bytes), so tiles of any multiple of 16 store through TMA."""
+    width = next(w for w in (64, 32, 16) if tn % w == 0)
+    return C_TILE if width == 64 else tma.TMATile(tylo.bf16, (64, width), swizzle=2 * width)
+
+
+def c_chunk_columns(tn, j):
+    """Columns of the epilogue's j-th 64-column chunk of a ``tn``-wide tile (the last may be narrower)."""
+    return min(64, tn - 64 * j)
+
+
+def c_chunk_boxes(tn, j):
+    """``c_tile(tn)`` boxes in the epilogue's j-th chunk."""
+    return c_chunk_columns(tn, j) // c_tile(tn).shape[1]
 STAGE_BYTES = (BM + BN) * 128                    # A and B of one K step of the default tile, either input type
 
 
@@ -541,13 +559,14 @@ def epilogue(res, c_map, out, staging, row, col, M, N, ld_row, ld_col, cons, lea
         if lead:
             tma.wait_tma_reads(0)                 # the previous tile's stores have read the staging
         mb.named_barrier_sync(1 + cons, 128)
-        for j in tylo.static_range(TN // 64):
+        # 64-column chunks of c_tile(TN) boxes (the last narrower when TN is not a multiple of 64)
+        for j in tylo.static_range((TN + 63) // 64):
             if j >= C_BUFS:
                 if lead:
                     tma.wait_tma_reads(C_BUFS - 1)
                 mb.named_barrier_sync(1 + cons, 128)
-            buf = tma.shared_tile(c_map, staging + (cons * C_BUFS + j % C_BUFS) * (64 * 64))
-            tylo.store(buf, tylo.window(out16, (0, 64 * j), (64, 64)))
+            buf = tma.shared_tile(c_map, staging + (cons * C_BUFS + j % C_BUFS) * (64 * 64), (1, c_chunk_boxes(TN, j)))
+            tylo.store(buf, tylo.window(out16, (0, 64 * j), (64, c_chunk_columns(TN, j))))
             mb.fence_view_async_shared()
             mb.named_barrier_sync(1 + cons, 128)
             if lead:
@@ -583,7 +602,7 @@ class GemmConfig:
     ``split_k`` > 1 cuts each tile's K into that many ranges, ``stream_k`` gives the tiles past the last
     full wave to a persistent grid in even shares of K iterations (``schedule``); either way the CTA
     that finishes a cut tile last sums its f32 partials in a fixed order (``fixup``), in the same kernel.
-    ``direct``: the epilogue stores from registers (needed for swap_ab, tn not a multiple of 64, or N not
+    ``direct``: the epilogue stores from registers (needed for swap_ab, tn not a multiple of 16, or N not
     a multiple of 8) instead of through shared memory and TMA. ``cluster_m`` = 2: 2 x 1 thread-block
     clusters whose two CTAs take vertically adjacent tiles and share their B tile through TMA multicast
     (half the B traffic from L2; no split-K / stream-K); ``cluster_n`` = 2: the same for horizontally
@@ -634,9 +653,9 @@ class GemmConfig:
         if self.cluster_m * self.cluster_n > 1 and self.fixup:
             raise ValueError(f"GemmConfig: clusters run whole tiles; they do not combine with split_k or "
                              f"stream_k: {self}")
-        if not self.direct and (self.swap_ab or self.tn % 64):
-            raise ValueError(f"GemmConfig: swap_ab and tn % 64 != 0 need direct=True "
-                             f"(the TMA epilogue stores 64 x 64 bf16 tiles of C); got {self}")
+        if not self.direct and (self.swap_ab or self.tn % 16):
+            raise ValueError(f"GemmConfig: swap_ab and tn % 16 != 0 need direct=True "
+                             f"(the TMA epilogue stores boxes 16, 32 or 64 columns wide: c_tile); got {self}")
         if self.shared_bytes > SHARED_LIMIT:
             raise ValueError(f"GemmConfig: {self.shared_bytes} bytes of shared memory, more than the "
                              f"{SHARED_LIMIT} a CTA may use; use fewer stages: {self}")
@@ -815,6 +834,10 @@ L2_LATENCY_S = 0.3e-6           # one round of the fixup's partial loads (a load
 # measured 16 splits of 128 x 8 at 9.8 us, 8 of 64 x 8 at 8.1); only 0.06-0.07 us keeps every pinned order
 PARTIAL_S = 0.065e-6
 NEAR_TIE, NEAR_TIE_FIXUP = 0.97, 0.94     # choose_config's charge on candidates other than the default
+# and a further charge on the FITTED_WIDTHS, which the model overrates where a power-of-two width is near: session 13
+# (validation.md runs 6-7), 64x4096x4096 64 x 96 split 3 11.5 us against 64 x 64 split-2 cluster's 10.6, 16x1024x8192
+# 64 x 80 split 8 11.5 against 64 x 64's 11.2; with it the fitted widths win only where they measured faster
+NEAR_TIE_FITTED = 0.97
 EXACT_TIE = 0.995               # estimates closer than this keep the earlier (simpler) candidate
 WGMMA_FIXED_CLOCKS = {2: 18, 1: 39}     # per m64nNk16 WGMMA and consumer count (_tensor_efficiency)
 SMEM_READ_BYTES_S = 138e9       # one SM's shared-memory reads of WGMMA operands (fitted: 128 x 64 and 128 x 128 tiles)
@@ -887,12 +910,21 @@ def estimate_seconds(cfg, M, N, K, itemsize, sms):
     return t
 
 
+# tile widths fitted to shapes between the powers of two: stored through the TMA epilogue in 64 x 16 or 64 x 32 boxes
+# (c_tile), unswapped, with K-major B (an MN-major B loads 64-wide boxes); charged NEAR_TIE_FITTED. Session 13
+# (validation.md runs 4-7): 384x6144x1024 128 x 144 10.6 us against 128 x 192's 12.2, 2048x304x6144 64 x 160 split 2
+# 19.5 against swap-AB's 24.5, 257x776x4104 64 x 112 split 3 13.8 against 64 x 128's 15.3; wider ones (208-240)
+# measured no better than 256 and the model overrates them at 3000x5000x2000
+FITTED_WIDTHS = (80, 96, 112, 144, 160, 176)
+
+
 def candidate_configs(M, N, K, dtype=tylo.bf16, a_k_major=True, b_k_major=False):
     """Every configuration ``launch`` can run for this problem (swap-AB only when it keeps the TMA rules:
     the kernel's B is then A, which must be K-major when its tile is narrower than 64). Tiles 64, 128 or 256
-    wide, and 128 x 192, which fills the SMs where 128 x 256 leaves a short wave (session 12: 384x6144x1024
-    12.2 against 14.5 us); 64 x 192 measured slower than the model estimates it (48x12000x1024 8.9 against
-    64 x 128's 8.6 us, 2048x304x6144 split 2 32.6 against swap-AB's 24.4), so it is no candidate."""
+    wide, 128 x 192, which fills the SMs where 128 x 256 leaves a short wave (session 12: 384x6144x1024
+    12.2 against 14.5 us), and the ``FITTED_WIDTHS`` (unswapped); 64 x 192 measured slower than the model
+    estimates it (48x12000x1024 8.9 against 64 x 128's 8.6 us, 2048x304x6144 split 2 32.6 against swap-AB's
+    24.4), so it is no candidate."""
     out = []
     for swap in (False, True):
         if swap and not a_k_major and M < 64:
@@ -900,9 +932,9 @@ def candidate_configs(M, N, K, dtype=tylo.bf16, a_k_major=True, b_k_major=False)
         mk, nk = (N, M) if swap else (M, N)
         tns = sorted({64, 128, 256} | ({min(256, max(8, -(-nk // 8) * 8))} if nk < 64 else set()))
         for consumers in (1, 2):
-            widths = tns + [192] if consumers == 2 else tns
+            widths = tns + ([192] if consumers == 2 else []) + ([] if swap else list(FITTED_WIDTHS))
             for tn in widths:
-                direct = swap or tn % 64 != 0 or nk % 8 != 0
+                direct = swap or (tn % 64 != 0 and tn not in FITTED_WIDTHS) or nk % 8 != 0
                 stages = max_stages(64 * consumers, tn, direct, consumers)
                 for split in (1, 2, 3, 4, 6, 8, 12, 16):
                     if split > 1 and k_steps(K, dtype.itemsize) < 2 * split:
@@ -966,10 +998,13 @@ def choose_config(M, N, K, dtype=tylo.bf16, sms=132, a_k_major=True, b_k_major=F
 
 def charged_estimate(cfg, M, N, K, itemsize, sms):
     """``choose_config``'s comparison value: ``estimate_seconds``, divided by ``NEAR_TIE`` (``NEAR_TIE_FIXUP``
-    for split-K with 128-row tiles) for every configuration but the default 128 x 256 tile."""
+    for split-K with 128-row tiles) for every configuration but the default 128 x 256 tile, and by
+    ``NEAR_TIE_FITTED`` more for the ``FITTED_WIDTHS``."""
     t = estimate_seconds(cfg, M, N, K, itemsize, sms)
     if cfg == GemmConfig(direct=N % 8 != 0):
         return t
+    if cfg.tn in FITTED_WIDTHS and not cfg.swap_ab:
+        t /= NEAR_TIE_FITTED
     return t / (NEAR_TIE_FIXUP if cfg.fixup and cfg.consumers == 2 else NEAR_TIE)
 
 
@@ -1026,7 +1061,7 @@ def spec(stages=4, group_m=8, c_bufs=2, a_mn=False, b_mn=False, dtype=tylo.bf16,
     blob = lambda plan: BlobSpec("tma", (plan, 2), 128)  # noqa: E731
     i32 = IntSpec("i32")
     a_plan, b_plan = operand_plans(config, dtype, a_mn, b_mn)
-    c_plan = a_plan if config.direct else C_TILE
+    c_plan = a_plan if config.direct else c_tile(config.tn)
     return [blob(c_plan), blob(a_plan), blob(b_plan), PointerSpec("bf16"), PointerSpec("f32"), PointerSpec("i32"),
             *[i32] * 7, *(ConstexprSpec(v) for v in config.constexprs(dtype, a_mn, b_mn))]
 
@@ -1210,7 +1245,7 @@ def prepare(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=Non
     fixup_workers, fixup_tiles = (plan.workers, plan.cut_tiles) if config.fixup else (0, 0)
     ws = stream_scratch("hopper_gemm.ws", 2 * fixup_workers * config.tm * config.tn, "f32", device, on, zero=False)
     counters = stream_scratch("hopper_gemm.counters", fixup_tiles * config.consumers, "i32", device, on)
-    c_map = a_map if config.direct else _binding(C_TILE, c)
+    c_map = a_map if config.direct else _binding(c_tile(config.tn), c)
     # constexprs positionally: the JIT's fast path
     constexprs = config.constexprs(dtype, ka_mn, kb_mn)
     gemm = hopper_gemm[grid, config.threads]

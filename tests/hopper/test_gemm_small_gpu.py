@@ -26,6 +26,13 @@ CONFIGS = {
     "128x64": C(tn=64, stages=8),
     "128x192": C(tn=192, stages=4),
     "64x192": C(consumers=1, tn=192, stages=6),
+    # widths not a multiple of 64 through the TMA epilogue (64 x 16 and 64 x 32 boxes)
+    "128x80": C(tn=80, stages=6),
+    "64x144": C(consumers=1, tn=144, stages=8),
+    "128x96": C(tn=96, stages=6),
+    "128x240": C(tn=240, stages=4),
+    "128x176-split2": C(tn=176, stages=4, split_k=2),
+    "128x80-cluster2": C(tn=80, stages=6, cluster_m=2),
     "direct-64x64": C(consumers=1, tn=64, stages=8, direct=True),
     "swap-n8": C(consumers=1, tn=8, stages=8, swap_ab=True, direct=True),
     "swap-n16-2c": C(consumers=2, tn=16, stages=8, swap_ab=True, direct=True),
@@ -94,7 +101,8 @@ def _legal(cfg, N, layout):
 
 # (M, N, K, layout): ragged everywhere; M = 1, N = 1 and K = 1 with the layouts TMA can address
 SHAPES = [(1, 8, 8, "rr"), (1, 264, 136, "rc"), (5, 24, 40, "rc"), (17, 200, 136, "rr"), (64, 520, 1000, "cr"),
-          (130, 264, 72, "rc"), (300, 776, 4104, "rr"), (3, 1, 64, "rc"), (8, 16, 1, "cr"), (1, 1, 8, "rc")]
+          (130, 264, 72, "rc"), (300, 776, 4104, "rr"), (3, 1, 64, "rc"), (8, 16, 1, "cr"), (1, 1, 8, "rc"),
+          (1, 200, 264, "cc")]      # a column-major A of one row: its row stride (1 element) is no TMA pitch
 
 
 # illegal (config, shape, layout) pairs are not cases here: launch refuses them, tested on the CPU

@@ -152,6 +152,11 @@ MEASURED_PICKS = [
     ((16, 4096, 14336), "fp8", "rc", {swap(64, 16, split_k=2), swap(128, 16, split_k=3)}),         # 20.2 / 20.6
     ((512, 1024, 8192), "fp8", "rc", {cfg(64, 128, 8, split_k=2)}),              # 14.2; 64 x 64 15.6
     ((64, 4096, 14336), "fp8", "rc", {cfg(64, 64, 8, split_k=2)}),               # 21.8; 64 x 128 split-K 4 23.5
+    # widths fitted to the shape, through the TMA epilogue (session 13 runs 5-7, same run against the old pick)
+    ((384, 6144, 1024), "bf16", "rc", {cfg(128, 144, 5)}),                       # 10.6; 128 x 192 12.2
+    ((2048, 304, 6144), "bf16", "rc", {cfg(64, 160, 7, split_k=2)}),             # 19.5; swap-AB 64 x 256 24.5
+    ((257, 776, 4104), "bf16", "rc", {cfg(64, 112, 8, split_k=3)}),              # 13.8; 64 x 128 split 3 15.3
+    ((16, 1024, 8192), "bf16", "cc", {cfg(64, 64, 8, split_k=8)}),               # 11.2; 64 x 80 split 8 11.5
 ]
 
 

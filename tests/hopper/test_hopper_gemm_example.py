@@ -201,7 +201,13 @@ def test_config_validation():
     with pytest.raises(ValueError, match="two schedules"):
         hg.GemmConfig(split_k=2, stream_k=True)
     with pytest.raises(ValueError, match="direct=True"):
-        hg.GemmConfig(tn=16, consumers=1, stages=4)
+        hg.GemmConfig(tn=24, consumers=1, stages=4)
+    with pytest.raises(ValueError, match="direct=True"):
+        hg.GemmConfig(tn=64, consumers=1, stages=4, swap_ab=True)
+    # any multiple of 16 stores through TMA, in boxes of the widest of 64, 32 and 16 columns dividing it
+    assert hg.GemmConfig(tn=16, consumers=1, stages=4).direct is False
+    assert [hg.c_tile(tn).shape for tn in (64, 256, 96, 160, 80, 144, 16)] == [(64, 64)] * 2 + [(64, 32)] * 2 + [(64, 16)] * 3
+    assert [hg.c_chunk_boxes(144, j) for j in range(3)] == [4, 4, 1] and hg.c_chunk_columns(144, 2) == 16
     with pytest.raises(ValueError, match="tn is a multiple of 8"):
         hg.GemmConfig(tn=12, direct=True)
     with pytest.raises(ValueError, match="consumers"):

@@ -119,6 +119,18 @@ def test_geometry_2d_and_batch():
     assert tma_coordinates(a, ("m", "k")) == ("k", "m")
 
 
+def test_geometry_extent_one_takes_any_stride():
+    # a (1, K) view of a (K, 1) column (row stride 1 element, what a column-major A with M = 1 is): TMA never
+    # steps along the single row, so its pitch becomes the smallest legal one instead of an illegal 2 bytes
+    a = TMATile(bf16, (64, 64), axis=1)
+    _, dims, strides, _ = tma_geometry(a, (1, 4100), (1, 1))
+    assert dims == (4100, 1) and strides == (8208,) and all(s % 16 == 0 for s in strides)
+    _, _, strides, _ = tma_geometry(a, (1, 3, 40), (7, 40, 1))    # a batch of one: its stride is free too
+    assert strides == (80, 240)
+    _, _, strides, _ = tma_geometry(a, (2, 1, 40), (40, 1, 1))
+    assert strides == (80, 80)
+
+
 @pytest.mark.parametrize("shape, strides, bounds, rule", [
     ((512,), (1,), None, "2-D, or 3-D"),
     ((512, 256), (1, 512), None, "contiguous"),

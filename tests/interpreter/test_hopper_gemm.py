@@ -6,7 +6,7 @@ from hopper_support import gemm_args, gemm_ir, gemm_operands, relative_error, un
 from tylo.interpreter import run
 
 
-@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow)])
 def test_gemm_one_persistent_cta_matches_float64(seed):
     # one CTA walks the 2 x 2 output tiles of a ragged shape; K = 136 is 3 K steps, the last partial
     a, b, c = gemm_operands(200, 264, 136, seed)
@@ -59,11 +59,15 @@ def test_fp8_gemm_two_wgmma_groups_per_k_step(dtype):
 SMALL_CONFIGS = {
     "64-row-tma": dict(tn=64, consumers=1, stages=2),                         # 4 x 5 tiles, TMA epilogue
     "64-row-swap-ab": dict(tn=64, consumers=1, stages=2, swap_ab=True, direct=True),   # C^T = B^T A^T
-    "tn40-register-epilogue": dict(tn=40, consumers=2, stages=3, direct=True),     # tn not a multiple of 64
+    "tn40-register-epilogue": dict(tn=40, consumers=2, stages=3, direct=True),     # tn not a multiple of 16
+    # TMA epilogues of narrower boxes: 64 x 16 (tn 80: a 64-column chunk of 4 boxes and one of 1) and 64 x 32
+    "tn80-tma-16-wide-boxes": dict(tn=80, consumers=2, stages=2),
+    "tn96-tma-32-wide-boxes": dict(tn=96, consumers=1, stages=2),
 }
 
 
-@pytest.mark.parametrize("name", SMALL_CONFIGS)
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow) if name == "tn96-tma-32-wide-boxes" else name
+                                  for name in SMALL_CONFIGS])
 def test_small_configs_match_float64(name):
     from hopper_support import hopper_gemm as h
 
@@ -96,8 +100,9 @@ CLUSTER_SHAPES = {
 }
 
 
-# the larger clusters' other shapes run in the slow tier (seconds each)
-SLOW_CLUSTER_SHAPES = {"64x64-2x2-two-clusters", "64x64-4x1", "64x64-1x4-direct"}
+# the other shapes and epilogues of each cluster form run in the slow tier (seconds each)
+SLOW_CLUSTER_SHAPES = {"64x64-direct", "64x64-along-n-direct", "64x64-2x2-two-clusters", "64x64-4x1",
+                       "64x64-1x4-direct", "64x64-2x4"}
 
 
 @pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow) if name in SLOW_CLUSTER_SHAPES else name
@@ -124,7 +129,8 @@ SPLIT_CLUSTER_SHAPES = {
 }
 
 
-@pytest.mark.parametrize("name", SPLIT_CLUSTER_SHAPES)
+@pytest.mark.parametrize("name", [name if name == "64x64-split-2" else pytest.param(name, marks=pytest.mark.slow)
+                                  for name in SPLIT_CLUSTER_SHAPES])
 def test_split_cluster_configs_match_float64(name):
     from hopper_support import gemm_cluster_args
     from hopper_support import hopper_gemm as h

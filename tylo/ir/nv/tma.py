@@ -195,7 +195,11 @@ def tma_geometry(plan: TMATile, shape: tuple, strides: tuple, bounds=None):
                              f"the array's extent {f}")
     e = plan.elem_bytes
     dims = (bounds[plan.axis], bounds[1 - plan.axis]) + bounds[2:]
-    gstrides = (strides[-2] * e,) + ((strides[0] * e,) if nd == 3 else ())
+    # an extent of 1 has no meaningful stride (a (1, K) view of a (K, 1) column has row stride 1): TMA never
+    # steps along it, so give it the smallest pitch it accepts (16-byte multiple) past the data it spans
+    pitch = strides[-2] * e if outer_ext > 1 else -(-inner_ext * e // 16) * 16
+    gstrides = (pitch,) + (((strides[0] * e) if shape[0] > 1 else -(-pitch * outer_ext // 16) * 16,)
+                           if nd == 3 else ())
     box = (plan.inner, plan.outer) + ((1,) if nd == 3 else ())
     return bounds, dims, gstrides, box
 
