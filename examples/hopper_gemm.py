@@ -30,6 +30,10 @@
   tile through TMA multicast (each CTA loads it on alternate ring steps into both); a stage is free when the
   consumers of both CTAs released it (``mbarrier_arrive_cluster``). The heuristic uses them when the
   K-major operands' rows are 16- but not 32-byte aligned (``row_alignment``): multicast halves B's L2 loads.
+  Clusters of up to 8 CTAs (``cluster_m``, ``cluster_n`` each 1, 2 or 4): a column shares B, a row A; the grid
+  holds no more clusters than the driver says run at once (``cluster_slots``).
+* The TMA epilogue stores any tile width that is a multiple of 16 (``c_tile``: 64 x 64, 64 x 32 or 64 x 16
+  boxes), so the heuristic also offers widths fitted to the shape (``FITTED_WIDTHS``).
 """
 import functools
 from dataclasses import dataclass, fields, replace
@@ -606,7 +610,8 @@ class GemmConfig:
     a multiple of 8) instead of through shared memory and TMA. ``cluster_m`` = 2: 2 x 1 thread-block
     clusters whose two CTAs take vertically adjacent tiles and share their B tile through TMA multicast
     (half the B traffic from L2; no split-K / stream-K); ``cluster_n`` = 2: the same for horizontally
-    adjacent tiles, which share their A tile. ``split_cluster``: the ``split_k`` CTAs of a tile run as one
+    adjacent tiles, which share their A tile; both up to 4, at most 8 CTAs together (a column of the
+    cluster shares B, a row A). ``split_cluster``: the ``split_k`` CTAs of a tile run as one
     cluster and sum their partials in the first one's shared memory (``cluster_reduce``: no workspace,
     counters or GPU-scope fences; split_k from 2 to 8, the partials must fit in the ring, one job per CTA).
     ``split_tail``: split_k cuts only the tiles past the last full wave (the tail, ``tiles % sms``); the
