@@ -485,7 +485,7 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
                         s = ring % STAGES
                         mb.mbarrier_wait(empty + s, ((ring // STAGES) & 1) ^ 1)   # a fresh ring is free
                         mb.mbarrier_arrive_expect_tx(full + s, (TM + TN) * 128)
-                        # A is shared along a cluster of N tiles, B along one of M tiles
+                        # A is shared by a cluster row (its N tiles), B by a cluster column (its M tiles)
                         load_shared_stage(a_map, sa_ptr + s * (TM * BK), pm * TM, kt * BK, full + s, ring, rank,
                                           CLUSTER_M, CLUSTER_N, False, TM, A_MN)
                         load_shared_stage(b_map, sb_ptr + s * (TN * BK), pn * TN, kt * BK, full + s, ring, rank,
@@ -745,15 +745,15 @@ def k_steps(K, itemsize):
     return -(-K // (128 // itemsize))
 
 
-def schedule(config, mk, nk, K, itemsize, sms, cluster_slots=None):
+def schedule(config, mk, nk, K, itemsize, sms, resident_clusters=None):
     """The ``Schedule`` of ``config`` for a kernel-orientation (mk, nk, K) problem on ``sms`` SMs.
 
     * plain: one job per tile, ``min(sms, tiles)`` CTAs.
     * clusters (``cluster_m`` x ``cluster_n``): one job per group of that many adjacent tiles (peers past M or
       N when the tiles do not divide), ``cluster_size`` CTAs per job, ``cluster_size min(slots, groups)`` CTAs,
-      where ``slots`` is ``cluster_slots`` (the clusters the device runs at once: ``cluster_slots``) when
-      given, else ``sms // cluster_size``. E.g. 2 x 1 clusters take pairs of vertically adjacent tiles (M tiles
-      2i, 2i + 1).
+      where ``slots`` is ``sms // cluster_size``, or ``resident_clusters`` (what the device runs at once, the
+      driver's count: ``cluster_slots``) where that is less. E.g. 2 x 1 clusters take pairs of vertically
+      adjacent tiles (M tiles 2i, 2i + 1).
     * split-K S: every tile is cut into S even K ranges (S at most the K steps): ``tiles * S`` workers
       whose shares end at tile boundaries (worker w takes tile w // S). With ``split_tail`` only the
       ``tiles % sms`` tiles past the last full wave are cut; the full waves are whole-tile jobs.
@@ -766,7 +766,7 @@ def schedule(config, mk, nk, K, itemsize, sms, cluster_slots=None):
     if config.cluster_m * config.cluster_n > 1:
         cs = config.cluster_size
         groups = -(-mk // (config.tm * config.cluster_m)) * -(-nk // (config.tn * config.cluster_n))
-        slots = sms // cs if cluster_slots is None else min(sms // cs, cluster_slots)
+        slots = sms // cs if resident_clusters is None else min(sms // cs, resident_clusters)
         return Schedule(cs * max(1, min(slots, groups)), groups, 0, groups, ktiles, cs)
     if config.split_cluster:
         if ktiles < config.split_k:
@@ -1241,8 +1241,9 @@ def prepare(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=Non
     if config.direct and span >= 2 ** 31:     # the register epilogue's offsets are 32-bit
         raise ValueError(f"hopper_gemm: the output ({span} elements) exceeds 32-bit offsets for the register "
                          f"epilogue (direct=True); use the TMA epilogue")
+    # the driver's co-resident clusters (the interpreter, with no driver, runs any grid)
     slots = (cluster_slots(config, dtype, ka_mn, kb_mn, driver.current_device())
-             if config.cluster_m * config.cluster_n > 1 else None)
+             if config.cluster_m * config.cluster_n > 1 and not driver.interpreting() else None)
     plan = schedule(config, mk, nk, K, dtype.itemsize, sms, slots)
     grid = max(1, plan.grid)
     # the fixup's partial tiles and arrival counters (left zero by every launch), per device and stream

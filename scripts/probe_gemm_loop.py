@@ -32,7 +32,7 @@ from gemm import bench, extra_configs  # noqa: E402
 
 # (text in examples/hopper_gemm.py, its replacement) per variant
 _PRODUCER_LOADS = """                        mb.mbarrier_arrive_expect_tx(full + s, (TM + TN) * 128)
-                        # A is shared along a cluster of N tiles, B along one of M tiles
+                        # A is shared by a cluster row (its N tiles), B by a cluster column (its M tiles)
                         load_shared_stage(a_map, sa_ptr + s * (TM * BK), pm * TM, kt * BK, full + s, ring, rank,
                                           CLUSTER_M, CLUSTER_N, False, TM, A_MN)
                         load_shared_stage(b_map, sb_ptr + s * (TN * BK), pn * TN, kt * BK, full + s, ring, rank,

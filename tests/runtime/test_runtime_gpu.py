@@ -284,6 +284,22 @@ def test_launch_cluster(module):
         L.launch_cluster((7, 1, 1), (32, 1, 1), (2, 1, 1), 0, (out.ptr,))  # 7 % 2 != 0
 
 
+def test_max_active_clusters(module):
+    # the driver's count of co-resident clusters (what a persistent grid of clusters may launch): small CTAs
+    # fill many per SM; CTAs that each need most of an SM's shared memory fit at most one per SM
+    if rt.compute_capability(0)[0] < 9:
+        pytest.skip("clusters need sm_90+")
+    from tylo.runtime.launch import max_active_clusters
+    fn = rt.get_function(module, "clus")
+    sms = driver.sm_count(0)
+    small = max_active_clusters(fn, (32, 1, 1), 0, 2)
+    assert small >= sms // 2
+    big_fn = rt.get_function(module, "bigsmem")
+    rt.Launcher(big_fn, [PTR, ctypes.c_uint32], shared_bytes=200 * 1024)      # opts in to the shared memory
+    fours = max_active_clusters(big_fn, (32, 1, 1), 200 * 1024, 4)
+    assert 1 <= fours <= sms // 4
+
+
 def test_dynamic_shared_memory_above_48k(module):
     fn = rt.get_function(module, "bigsmem")
     nbytes = 100 * 1024
