@@ -99,6 +99,7 @@ def staging_elems(direct, consumers, c_bufs):
 
 A_TILE, B_TILE, MN_TILE = a_tile(tylo.bf16), b_tile(tylo.bf16), mn_tile(tylo.bf16)
 C_TILE = tma.TMATile(tylo.bf16, (64, 64))        # epilogue staging / TMA store box, 8 KB
+STAGE_BYTES = (BM + BN) * 128                    # A and B of one K step of the default tile, either input type
 
 
 @functools.lru_cache(maxsize=None)
@@ -117,7 +118,6 @@ def c_chunk_columns(tn, j):
 def c_chunk_boxes(tn, j):
     """``c_tile(tn)`` boxes in the epilogue's j-th chunk."""
     return c_chunk_columns(tn, j) // c_tile(tn).shape[1]
-STAGE_BYTES = (BM + BN) * 128                    # A and B of one K step of the default tile, either input type
 
 
 @tylo.func
@@ -939,6 +939,8 @@ def candidate_configs(M, N, K, dtype=tylo.bf16, a_k_major=True, b_k_major=False)
         for consumers in (1, 2):
             widths = tns + ([192] if consumers == 2 else []) + ([] if swap else list(FITTED_WIDTHS))
             for tn in widths:
+                # the TMA epilogue takes any multiple of 16 (c_tile); the small widths fitted to nk < 64 keep the
+                # register epilogue they were measured with (no TMA-stored 16-48 wide tile has been timed)
                 direct = swap or (tn % 64 != 0 and tn not in FITTED_WIDTHS) or nk % 8 != 0
                 stages = max_stages(64 * consumers, tn, direct, consumers)
                 for split in (1, 2, 3, 4, 6, 8, 12, 16):

@@ -4,7 +4,7 @@ For each shape (bf16, A row-major, B column-major unless --layouts says otherwis
 pick and tiles of 64 x 64 .. 128 x 256 in clusters of 2 x 1 .. 4 x 2 CTAs (``GemmConfig.cluster_m`` x
 ``cluster_n``), interleaved, each checked against torch first. A cluster of 4 or 8 CTAs that each fill an SM
 may not fit 132 / cs times at once (GPCs): those are also timed with the persistent grid sized for 128 SMs, and
-the driver's ``cuOccupancyMaxActiveClusters`` is printed. Writes JSON lines to --json."""
+the driver's count of resident clusters (``hopper_gemm.cluster_slots``) is printed. Writes JSON lines to --json."""
 import argparse
 import dataclasses
 import json
@@ -17,37 +17,12 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "examples"))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 import hopper_gemm as hg  # noqa: E402
-from gemm import describe_config, interleaved  # noqa: E402
+from gemm import describe_config, interleaved, operand  # noqa: E402
 
 TILES = [dict(consumers=1, tn=64, stages=8), dict(consumers=1, tn=128, stages=8), dict(consumers=2, tn=64, stages=8),
          dict(consumers=2, tn=128, stages=6), dict(consumers=2, tn=256, stages=4)]
 CLUSTERS = [(2, 1), (1, 2), (2, 2), (4, 1), (1, 4), (2, 4), (4, 2)]
 real_sms = hg.driver.sm_count
-
-
-def max_active_clusters(config, a_mn, b_mn):
-    """The driver's count of co-resident clusters of the kernel ``config`` runs (no swap-AB: kernel operands are
-    the caller's)."""
-    from cuda.bindings import driver as cu
-    compiled = hg.hopper_gemm._compile(hg.spec(a_mn=a_mn, b_mn=b_mn, config=config), "sm_90a", (config.threads, 1, 1))
-    launcher = compiled.launcher
-    fn, shared = getattr(launcher, "function", None) or launcher.slow.function, compiled.shared_bytes
-    cfg = cu.CUlaunchConfig()
-    cfg.gridDimX, cfg.gridDimY, cfg.gridDimZ = 132 * config.cluster_size, 1, 1
-    cfg.blockDimX, cfg.blockDimY, cfg.blockDimZ = config.threads, 1, 1
-    cfg.sharedMemBytes = shared
-    attr = cu.CUlaunchAttribute()
-    attr.id = cu.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
-    attr.value.clusterDim.x, attr.value.clusterDim.y, attr.value.clusterDim.z = config.cluster_size, 1, 1
-    cfg.attrs = [attr]
-    cfg.numAttrs = 1
-    return cu.cuOccupancyMaxActiveClusters(cu.CUfunction(fn), cfg)
-
-
-def operand(rows, cols, major):
-    if major == "r":
-        return torch.randn(rows, cols, device="cuda").bfloat16()
-    return torch.randn(cols, rows, device="cuda").bfloat16().T
 
 
 def launcher(c, a, b, M, N, K, cfg, sms):
@@ -59,7 +34,7 @@ def launcher(c, a, b, M, N, K, cfg, sms):
 
 
 def probe(M, N, K, layout, out):
-    a, b = operand(M, K, layout[0]), operand(K, N, layout[1])
+    a, b = operand(torch, M, K, layout[0]), operand(torch, K, N, layout[1])
     c = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
     ref = a.double() @ b.double()
     pick = hg.choose_config(M, N, K, hg.tylo.bf16, real_sms(), layout[0] == "r", layout[1] == "c")
@@ -85,8 +60,8 @@ def probe(M, N, K, layout, out):
             if not err < 1e-2:
                 print(f"  {name}: WRONG rel err {err:.2e}", flush=True)
                 continue
-            occ = (max_active_clusters(cfg, layout[0] == "c", layout[1] == "r") if cfg.cluster_size > 1
-                   else None)
+            occ = (hg.cluster_slots(cfg, hg.tylo.bf16, layout[0] == "c", layout[1] == "r")
+                   if cfg.cluster_size > 1 else None)
         except Exception as e:  # the probe reports and goes on
             print(f"  {name}: {type(e).__name__}: {str(e)[:160]}", flush=True)
             continue
@@ -99,7 +74,7 @@ def probe(M, N, K, layout, out):
         if name == "cublas":
             continue
         cfg, sms, occ = names[name]
-        print(f"  {t * 1e3:7.1f} us  {t_cublas / t:.3f}x  {name}  (max active clusters {occ})", flush=True)
+        print(f"  {t * 1e3:7.1f} us  {t_cublas / t:.3f}x  {name}  (resident clusters {occ})", flush=True)
         out.write(json.dumps(dict(shape=[M, N, K], layout=layout, config=dataclasses.asdict(cfg), sms=sms,
                                   us=t * 1e3, cublas_us=t_cublas * 1e3, occupancy=occ, pick=cfg == pick)) + "\n")
 

@@ -20,7 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "examples"))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 import hopper_gemm as hg  # noqa: E402
-from gemm import SUITES, describe_config, interleaved  # noqa: E402
+from gemm import SUITES, describe_config, interleaved, operand  # noqa: E402
 
 
 def picks(shapes, layouts, constants, sms):
@@ -37,16 +37,10 @@ def picks(shapes, layouts, constants, sms):
         hg.choose_config.cache_clear()
 
 
-def operand(rows, cols, major):
-    if major == "r":
-        return torch.randn(rows, cols, device="cuda").bfloat16()
-    return torch.randn(cols, rows, device="cuda").bfloat16().T
-
-
 def time_pair(key, old, new, out):
     """Time the old and new picks of one (shape, layout) next to cuBLAS; returns new / old time."""
     (M, N, K), lay = key
-    a, b = operand(M, K, lay[0]), operand(K, N, lay[1])
+    a, b = operand(torch, M, K, lay[0]), operand(torch, K, N, lay[1])
     c = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
     ref = a.double() @ b.double()
     fns = {"cublas": lambda: torch.matmul(a, b)}
