@@ -47,6 +47,7 @@ import tylo.lang.wgmma as wg
 from tylo import Layout, Ownership
 from tylo.codegen.targets import resource_limits
 from tylo.lang.mma import zero_accumulator
+from tylo.layouts import permutedims
 from tylo.runtime import driver
 from tylo.runtime.arrays import array_fingerprint, describe_array
 from tylo.runtime.memo import BoundedMemo
@@ -103,9 +104,14 @@ STAGE_BYTES = (BM + BN) * 128                    # A and B of one K step of the 
 
 
 @functools.lru_cache(maxsize=None)
-def c_tile(tn):
+def c_tile(tn, transposed=False):
     """The TMA epilogue's store box for tiles ``tn`` wide: 64 rows by the widest of 64, 32 or 16 columns dividing
-    ``tn`` (a swizzle row of 128, 64 or 32 bytes), so tiles of any multiple of 16 store through TMA."""
+    ``tn`` (a swizzle row of 128, 64 or 32 bytes), so tiles of any multiple of 16 store through TMA. ``transposed``
+    (swap-AB, whose kernel tile is C^T): the tile's columns are C's rows, so the box is the widest of 64, 32, 16
+    or 8 rows dividing ``tn`` by 64 columns of C (one 128-byte swizzle row each), stacked down each chunk."""
+    if transposed:
+        height = next(h for h in (64, 32, 16, 8) if tn % h == 0)
+        return C_TILE if height == 64 else tma.TMATile(tylo.bf16, (height, 64))
     width = next(w for w in (64, 32, 16) if tn % w == 0)
     return C_TILE if width == 64 else tma.TMATile(tylo.bf16, (64, width), swizzle=2 * width)
 
@@ -115,9 +121,9 @@ def c_chunk_columns(tn, j):
     return min(64, tn - 64 * j)
 
 
-def c_chunk_boxes(tn, j):
-    """``c_tile(tn)`` boxes in the epilogue's j-th chunk."""
-    return c_chunk_columns(tn, j) // c_tile(tn).shape[1]
+def c_chunk_boxes(tn, j, transposed=False):
+    """``c_tile(tn, transposed)`` boxes in the epilogue's j-th chunk (side by side; stacked when transposed)."""
+    return c_chunk_columns(tn, j) // c_tile(tn, transposed).shape[0 if transposed else 1]
 
 
 @tylo.func
@@ -392,13 +398,13 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
                 A_MN: tylo.constexpr = False, B_MN: tylo.constexpr = False, DTYPE: tylo.constexpr = tylo.bf16,
                 TN: tylo.constexpr = 256, CONSUMERS: tylo.constexpr = 2, DIRECT: tylo.constexpr = False,
                 FIXUP: tylo.constexpr = False, CLUSTER_M: tylo.constexpr = 1, CLUSTER_N: tylo.constexpr = 1,
-                CLUSTER_K: tylo.constexpr = 1):
+                CLUSTER_K: tylo.constexpr = 1, C_T: tylo.constexpr = False):
     """C_BUFS: 64x64 bf16 staging tiles per consumer (4 covers a whole 64 x 256 row band).
     A_MN / B_MN: the operand is MN-major (A column-major, B row-major), else K-major.
     DTYPE: the input type, bf16 or fp8 (e4m3/e5m2: K-major only; C is bf16 either way).
     TN x (64 * CONSUMERS): the CTA tile. DIRECT: the epilogue stores from registers through ``out``
     (bounds-checked, element (r, c) at ``out + r * ld_row + c * ld_col``) instead of TMA stores through
-    ``c_map``.
+    ``c_map``. C_T: the kernel's C is the transpose of ``c_map``'s (swap-AB through the TMA epilogue).
     Work: ``dp_tiles`` whole tiles, then ``workers`` stream-K workers sharing the K iterations of the other
     tiles evenly (``job_range``). FIXUP: compile the reduction of tiles cut between workers (``fixup``:
     f32 partials in ``ws``, arrival counts in ``counters``, zero between launches); without it
@@ -538,7 +544,7 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
                     done = tylo.where((pm < num_m) & (pn < num_n), 1, 0)   # a cluster's tile past M or N stores nothing
                 if done != 0:
                     epilogue(res, c_map, out, sc.ptr, pm * TM + cons * 64, pn * TN, M, N, ld_row, ld_col, cons,
-                             lead, TN, C_BUFS, DIRECT)
+                             lead, TN, C_BUFS, DIRECT, C_T)
         if not DIRECT:
             if lead:
                 tma.wait_tma_stores(0)
@@ -550,8 +556,9 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
 
 @tylo.func
 def epilogue(res, c_map, out, staging, row, col, M, N, ld_row, ld_col, cons, lead, TN: tylo.constexpr,
-             C_BUFS: tylo.constexpr, DIRECT: tylo.constexpr):
-    """bf16 C of a consumer's 64 x TN f32 result at (row, col)."""
+             C_BUFS: tylo.constexpr, DIRECT: tylo.constexpr, C_T: tylo.constexpr):
+    """bf16 C of a consumer's 64 x TN f32 result at (row, col); with C_T the result is a tile of C^T, stored
+    transposed into staging laid out as C (``stmatrix.trans``) and from there at (col, row) of C."""
     if DIRECT:
         # from registers, each element bounds-checked: any output layout (the transpose for swap-AB), any N
         dst = tylo.GlobalTile(out, Layout((M, N), (ld_row, ld_col)))
@@ -569,12 +576,21 @@ def epilogue(res, c_map, out, staging, row, col, M, N, ld_row, ld_col, cons, lea
                 if lead:
                     tma.wait_tma_reads(C_BUFS - 1)
                 mb.named_barrier_sync(1 + cons, 128)
-            buf = tma.shared_tile(c_map, staging + (cons * C_BUFS + j % C_BUFS) * (64 * 64), (1, c_chunk_boxes(TN, j)))
-            tylo.store(buf, tylo.window(out16, (0, 64 * j), (64, c_chunk_columns(TN, j))))
+            chunk = tylo.window(out16, (0, 64 * j), (64, c_chunk_columns(TN, j)))
+            base = staging + (cons * C_BUFS + j % C_BUFS) * (64 * 64)
+            if C_T:
+                buf = tma.shared_tile(c_map, base, (c_chunk_boxes(TN, j, True), 1))
+                tylo.store(permutedims(buf), chunk)
+            else:
+                buf = tma.shared_tile(c_map, base, (1, c_chunk_boxes(TN, j)))
+                tylo.store(buf, chunk)
             mb.fence_view_async_shared()
             mb.named_barrier_sync(1 + cons, 128)
             if lead:
-                tma.tma_store(c_map, buf, (row, col + 64 * j))
+                if C_T:
+                    tma.tma_store(c_map, buf, (col + 64 * j, row))
+                else:
+                    tma.tma_store(c_map, buf, (row, col + 64 * j))
                 tma.commit_tma_stores()
 
 
@@ -606,8 +622,9 @@ class GemmConfig:
     ``split_k`` > 1 cuts each tile's K into that many ranges, ``stream_k`` gives the tiles past the last
     full wave to a persistent grid in even shares of K iterations (``schedule``); either way the CTA
     that finishes a cut tile last sums its f32 partials in a fixed order (``fixup``), in the same kernel.
-    ``direct``: the epilogue stores from registers (needed for swap_ab, tn not a multiple of 16, or N not
-    a multiple of 8) instead of through shared memory and TMA. ``cluster_m`` = 2: 2 x 1 thread-block
+    ``direct``: the epilogue stores from registers (needed for N not a multiple of 8, and for tn not a multiple
+    of 16 without swap_ab) instead of through shared memory and TMA (with swap_ab, C^T transposed on the way:
+    ``c_transposed``). ``cluster_m`` = 2: 2 x 1 thread-block
     clusters whose two CTAs take vertically adjacent tiles and share their B tile through TMA multicast
     (half the B traffic from L2; no split-K / stream-K); ``cluster_n`` = 2: the same for horizontally
     adjacent tiles, which share their A tile; both up to 4, at most 8 CTAs together (a column of the
@@ -658,9 +675,9 @@ class GemmConfig:
         if self.cluster_m * self.cluster_n > 1 and self.fixup:
             raise ValueError(f"GemmConfig: clusters run whole tiles; they do not combine with split_k or "
                              f"stream_k: {self}")
-        if not self.direct and (self.swap_ab or self.tn % 16):
-            raise ValueError(f"GemmConfig: swap_ab and tn % 16 != 0 need direct=True "
-                             f"(the TMA epilogue stores boxes 16, 32 or 64 columns wide: c_tile); got {self}")
+        if not self.direct and not self.swap_ab and self.tn % 16:
+            raise ValueError(f"GemmConfig: tn % 16 != 0 needs direct=True or swap_ab (the TMA epilogue stores boxes "
+                             f"16, 32 or 64 columns wide, or 8 to 64 rows of C^T: c_tile); got {self}")
         if self.shared_bytes > SHARED_LIMIT:
             raise ValueError(f"GemmConfig: {self.shared_bytes} bytes of shared memory, more than the "
                              f"{SHARED_LIMIT} a CTA may use; use fewer stages: {self}")
@@ -690,9 +707,14 @@ class GemmConfig:
         return self.split_k if self.split_cluster else 1
 
     def constexprs(self, dtype, a_mn, b_mn):
-        """The kernel's constexpr parameters in order (STAGES .. CLUSTER_K)."""
+        """The kernel's constexpr parameters in order (STAGES .. C_T)."""
         return (self.stages, self.group_m, self.c_bufs, a_mn, b_mn, dtype, self.tn, self.consumers,
-                self.direct, self.fixup, self.cluster_m, self.cluster_n, self.cluster_k)
+                self.direct, self.fixup, self.cluster_m, self.cluster_n, self.cluster_k, self.c_transposed)
+
+    @property
+    def c_transposed(self):
+        """The TMA epilogue stores the kernel's C^T (swap-AB without direct)."""
+        return self.swap_ab and not self.direct
 
     @property
     def cluster_size(self):
@@ -1068,7 +1090,7 @@ def spec(stages=4, group_m=8, c_bufs=2, a_mn=False, b_mn=False, dtype=tylo.bf16,
     blob = lambda plan: BlobSpec("tma", (plan, 2), 128)  # noqa: E731
     i32 = IntSpec("i32")
     a_plan, b_plan = operand_plans(config, dtype, a_mn, b_mn)
-    c_plan = a_plan if config.direct else c_tile(config.tn)
+    c_plan = a_plan if config.direct else c_tile(config.tn, config.swap_ab)
     return [blob(c_plan), blob(a_plan), blob(b_plan), PointerSpec("bf16"), PointerSpec("f32"), PointerSpec("i32"),
             *[i32] * 7, *(ConstexprSpec(v) for v in config.constexprs(dtype, a_mn, b_mn))]
 
@@ -1253,7 +1275,7 @@ def prepare(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=Non
     fixup_workers, fixup_tiles = (plan.workers, plan.cut_tiles) if config.fixup else (0, 0)
     ws = stream_scratch("hopper_gemm.ws", 2 * fixup_workers * config.tm * config.tn, "f32", device, on, zero=False)
     counters = stream_scratch("hopper_gemm.counters", fixup_tiles * config.consumers, "i32", device, on)
-    c_map = a_map if config.direct else _binding(c_tile(config.tn), c)
+    c_map = a_map if config.direct else _binding(c_tile(config.tn, config.swap_ab), c)
     # constexprs positionally: the JIT's fast path
     constexprs = config.constexprs(dtype, ka_mn, kb_mn)
     gemm = hopper_gemm[grid, config.threads]
@@ -1265,7 +1287,7 @@ def prepare(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=Non
     if autotune:
         tuned = autotuner(config)[grid]
         fixed = dict(zip(("C_BUFS", "A_MN", "B_MN", "DTYPE", "TN", "CONSUMERS", "DIRECT", "FIXUP", "CLUSTER_M",
-                          "CLUSTER_N", "CLUSTER_K"),
+                          "CLUSTER_N", "CLUSTER_K", "C_T"),
                          constexprs[2:]))
 
         def gemm(*args, stream=None):       # noqa: F811 (the tuned launch takes the fixed constexprs by name)

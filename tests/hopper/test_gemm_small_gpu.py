@@ -37,6 +37,12 @@ CONFIGS = {
     "swap-n8": C(consumers=1, tn=8, stages=8, swap_ab=True, direct=True),
     "swap-n16-2c": C(consumers=2, tn=16, stages=8, swap_ab=True, direct=True),
     "swap-n64": C(consumers=1, tn=64, stages=8, swap_ab=True, direct=True),
+    # swap-AB through the TMA epilogue (C^T transposed into boxes of C: 8, 16, 32 or 64 rows by 64 columns)
+    "swap-tma-n8": C(consumers=1, tn=8, stages=8, swap_ab=True),
+    "swap-tma-n40-2c": C(consumers=2, tn=40, stages=8, swap_ab=True),
+    "swap-tma-64x128": C(consumers=1, tn=128, stages=8, swap_ab=True),
+    "swap-tma-128x80-cluster2x2": C(tn=80, stages=6, swap_ab=True, cluster_m=2, cluster_n=2),
+    "swap-tma-n16-split4": C(consumers=1, tn=16, stages=8, swap_ab=True, split_k=4),
     "split2": C(split_k=2),
     "split2-direct": C(split_k=2, direct=True),
     "split3-64x128": C(consumers=1, tn=128, stages=8, split_k=3),

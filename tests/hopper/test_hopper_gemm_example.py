@@ -202,12 +202,16 @@ def test_config_validation():
         hg.GemmConfig(split_k=2, stream_k=True)
     with pytest.raises(ValueError, match="direct=True"):
         hg.GemmConfig(tn=24, consumers=1, stages=4)
-    with pytest.raises(ValueError, match="direct=True"):
-        hg.GemmConfig(tn=64, consumers=1, stages=4, swap_ab=True)
     # any multiple of 16 stores through TMA, in boxes of the widest of 64, 32 and 16 columns dividing it
     assert hg.GemmConfig(tn=16, consumers=1, stages=4).direct is False
     assert [hg.c_tile(tn).shape for tn in (64, 256, 96, 160, 80, 144, 16)] == [(64, 64)] * 2 + [(64, 32)] * 2 + [(64, 16)] * 3
     assert [hg.c_chunk_boxes(144, j) for j in range(3)] == [4, 4, 1] and hg.c_chunk_columns(144, 2) == 16
+    # swap-AB stores its C^T through TMA too, for any multiple of 8: boxes of 64 columns of C by the tallest of
+    # 64, 32, 16 and 8 rows dividing tn, stacked down each chunk
+    assert hg.GemmConfig(tn=8, consumers=1, stages=4, swap_ab=True).c_transposed
+    assert not hg.GemmConfig(tn=8, consumers=1, stages=4, swap_ab=True, direct=True).c_transposed
+    assert [hg.c_tile(tn, True).shape for tn in (64, 256, 96, 40, 8)] == [(64, 64)] * 2 + [(32, 64), (8, 64), (8, 64)]
+    assert [hg.c_chunk_boxes(96, j, True) for j in range(2)] == [2, 1] and hg.c_chunk_boxes(40, 0, True) == 5
     with pytest.raises(ValueError, match="tn is a multiple of 8"):
         hg.GemmConfig(tn=12, direct=True)
     with pytest.raises(ValueError, match="consumers"):
@@ -349,7 +353,7 @@ def test_cluster_config_validation():
         with pytest.raises(ValueError, match=r"each one of \(1, 2, 4\), at most 8 CTAs together"):
             hg.GemmConfig(**bad)
     assert hg.GemmConfig(cluster_m=2, cluster_n=4).cluster == (8, 1, 1)
-    assert hg.GemmConfig(cluster_m=4, cluster_n=2).constexprs(tylo.bf16, False, False)[-3:] == (4, 2, 1)
+    assert hg.GemmConfig(cluster_m=4, cluster_n=2).constexprs(tylo.bf16, False, False)[-4:-1] == (4, 2, 1)
     for along in ("cluster_m", "cluster_n"):
         with pytest.raises(ValueError, match="do not combine with split_k or stream_k"):
             hg.GemmConfig(**{along: 2}, split_k=2)
@@ -357,8 +361,8 @@ def test_cluster_config_validation():
             hg.GemmConfig(**{along: 2}, stream_k=True)
     assert hg.GemmConfig(cluster_m=2).cluster == (2, 1, 1) and hg.GemmConfig().cluster is None
     assert hg.GemmConfig(cluster_n=2).cluster == (2, 1, 1)
-    assert hg.GemmConfig(cluster_m=2).constexprs(tylo.bf16, False, False)[-3:] == (2, 1, 1)
-    assert hg.GemmConfig(cluster_n=2).constexprs(tylo.bf16, False, False)[-3:] == (1, 2, 1)
+    assert hg.GemmConfig(cluster_m=2).constexprs(tylo.bf16, False, False)[-4:-1] == (2, 1, 1)
+    assert hg.GemmConfig(cluster_n=2).constexprs(tylo.bf16, False, False)[-4:-1] == (1, 2, 1)
 
 
 def test_split_tail_config_validation_and_schedule():
@@ -393,7 +397,7 @@ def test_split_cluster_config_validation_and_schedule():
     with pytest.raises(ValueError, match="do not fit in the ring"):
         hg.GemmConfig(consumers=1, tn=64, stages=6, split_k=8, split_cluster=True)
     cfg = hg.GemmConfig(consumers=1, tn=64, stages=8, split_k=4, split_cluster=True)
-    assert cfg.cluster == (4, 1, 1) and not cfg.fixup and cfg.constexprs(tylo.bf16, False, False)[-4:] == (False, 1, 1, 4)
+    assert cfg.cluster == (4, 1, 1) and not cfg.fixup and cfg.constexprs(tylo.bf16, False, False)[-5:-1] == (False, 1, 1, 4)
     # one job per CTA, a tile's K ranges consecutive: 3 x 2 tiles of 64 x 64, 4 ranges each
     plan = hg.schedule(cfg, 192, 128, 1024, 2, 132)
     assert (plan.grid, plan.dp_tiles, plan.workers, plan.cut_tiles) == (24, 0, 24, 6)

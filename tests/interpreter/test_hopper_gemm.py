@@ -59,6 +59,10 @@ def test_fp8_gemm_two_wgmma_groups_per_k_step(dtype):
 SMALL_CONFIGS = {
     "64-row-tma": dict(tn=64, consumers=1, stages=2),                         # 4 x 5 tiles, TMA epilogue
     "64-row-swap-ab": dict(tn=64, consumers=1, stages=2, swap_ab=True, direct=True),   # C^T = B^T A^T
+    # swap-AB through the TMA epilogue: C^T stored transposed (stmatrix.trans) into 64 x 64 boxes of C, and
+    # into 8-row boxes (tn 40: five per chunk; C's M = 200 ends inside the last)
+    "swap-ab-tma-64x128": dict(tn=128, consumers=1, stages=2, swap_ab=True),
+    "swap-ab-tma-128x40": dict(tn=40, consumers=2, stages=2, swap_ab=True),
     "tn40-register-epilogue": dict(tn=40, consumers=2, stages=3, direct=True),     # tn not a multiple of 16
     # TMA epilogues of narrower boxes: 64 x 16 (tn 80: a 64-column chunk of 4 boxes and one of 1) and 64 x 32
     "tn80-tma-16-wide-boxes": dict(tn=80, consumers=2, stages=2),
@@ -66,7 +70,8 @@ SMALL_CONFIGS = {
 }
 
 
-@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow) if name == "tn96-tma-32-wide-boxes" else name
+@pytest.mark.parametrize("name", [pytest.param(name, marks=pytest.mark.slow)
+                                  if name in ("tn96-tma-32-wide-boxes", "swap-ab-tma-128x40") else name
                                   for name in SMALL_CONFIGS])
 def test_small_configs_match_float64(name):
     from hopper_support import hopper_gemm as h
