@@ -43,6 +43,7 @@ CONFIGS = {
     "swap-tma-64x128": C(consumers=1, tn=128, stages=8, swap_ab=True),
     "swap-tma-128x80-cluster2x2": C(tn=80, stages=6, swap_ab=True, cluster_m=2, cluster_n=2),
     "swap-tma-n16-split4": C(consumers=1, tn=16, stages=8, swap_ab=True, split_k=4),
+    "swap-tma-n16-split4-cluster": C(consumers=1, tn=16, stages=8, swap_ab=True, split_k=4, split_cluster=True),
     "split2": C(split_k=2),
     "split2-direct": C(split_k=2, direct=True),
     "split3-64x128": C(consumers=1, tn=128, stages=8, split_k=3),
