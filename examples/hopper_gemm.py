@@ -961,18 +961,24 @@ def candidate_configs(M, N, K, dtype=tylo.bf16, a_k_major=True, b_k_major=False)
         for consumers in (1, 2):
             widths = tns + ([192] if consumers == 2 else []) + ([] if swap else list(FITTED_WIDTHS))
             for tn in widths:
-                # the TMA epilogue takes any multiple of 16 (c_tile); the small widths fitted to nk < 64 keep the
-                # register epilogue they were measured with (no TMA-stored 16-48 wide tile has been timed)
-                direct = swap or (tn % 64 != 0 and tn not in FITTED_WIDTHS) or nk % 8 != 0
-                stages = max_stages(64 * consumers, tn, direct, consumers)
-                for split in (1, 2, 3, 4, 6, 8, 12, 16):
-                    if split > 1 and k_steps(K, dtype.itemsize) < 2 * split:
-                        continue
-                    for tail in ((False, True) if split > 1 else (False,)):
-                        out.append(GemmConfig(tn=tn, consumers=consumers, stages=stages, split_k=split,
-                                              swap_ab=swap, direct=direct, split_tail=tail))
-                out.append(GemmConfig(tn=tn, consumers=consumers, stages=stages, swap_ab=swap, direct=direct,
-                                      stream_k=True))
+                # the TMA epilogue takes any multiple of 16 (c_tile); the unswapped small widths fitted to nk < 64
+                # keep the register epilogue they were measured with (no TMA-stored 16-48 wide tile has been
+                # timed); swap-AB's C^T any width (transposed boxes) either way: the model weighs the register
+                # epilogue's stores against the TMA epilogue's fixed cost (1x8x8: registers, 2.6 against 3.3 us)
+                if N % 8:
+                    epilogues = (True,)
+                else:
+                    epilogues = (True, False) if swap else (tn % 64 != 0 and tn not in FITTED_WIDTHS,)
+                for direct in epilogues:
+                    stages = max_stages(64 * consumers, tn, direct, consumers)
+                    for split in (1, 2, 3, 4, 6, 8, 12, 16):
+                        if split > 1 and k_steps(K, dtype.itemsize) < 2 * split:
+                            continue
+                        for tail in ((False, True) if split > 1 else (False,)):
+                            out.append(GemmConfig(tn=tn, consumers=consumers, stages=stages, split_k=split,
+                                                  swap_ab=swap, direct=direct, split_tail=tail))
+                    out.append(GemmConfig(tn=tn, consumers=consumers, stages=stages, swap_ab=swap, direct=direct,
+                                          stream_k=True))
     return [cfg for cfg in out if refusal(cfg, N, not a_k_major, not b_k_major) is None]
 
 
