@@ -33,7 +33,8 @@
   Clusters of up to 8 CTAs (``cluster_m``, ``cluster_n`` each 1, 2 or 4): a column shares B, a row A; the grid
   holds no more clusters than the driver says run at once (``cluster_slots``).
 * The TMA epilogue stores any tile width that is a multiple of 16 (``c_tile``: 64 x 64, 64 x 32 or 64 x 16
-  boxes), so the heuristic also offers widths fitted to the shape (``FITTED_WIDTHS``).
+  boxes), so the heuristic also offers widths fitted to the shape (``FITTED_WIDTHS``); swap-AB's C^T goes
+  through it too, transposed into staging laid out as C (``stmatrix.trans``), in boxes of 64 columns by 8-64 rows.
 """
 import functools
 from dataclasses import dataclass, fields, replace
