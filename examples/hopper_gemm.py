@@ -117,6 +117,11 @@ def c_tile(tn, transposed=False):
     return C_TILE if width == 64 else tma.TMATile(tylo.bf16, (64, width), swizzle=2 * width)
 
 
+def c_plan(config):
+    """The TMA epilogue's store box of ``config`` (not ``direct``): ``c_tile`` of its width, transposed for swap-AB."""
+    return c_tile(config.tn, config.c_transposed)
+
+
 def c_chunk_columns(tn, j):
     """Columns of the epilogue's j-th 64-column chunk of a ``tn``-wide tile (the last may be narrower)."""
     return min(64, tn - 64 * j)
@@ -571,7 +576,7 @@ def epilogue(res, c_map, out, staging, row, col, M, N, ld_row, ld_col, cons, lea
         if lead:
             tma.wait_tma_reads(0)                 # the previous tile's stores have read the staging
         mb.named_barrier_sync(1 + cons, 128)
-        # 64-column chunks of c_tile(TN) boxes (the last narrower when TN is not a multiple of 64)
+        # 64-column chunks of c_plan boxes (the last narrower when TN is not a multiple of 64)
         for j in tylo.static_range((TN + 63) // 64):
             if j >= C_BUFS:
                 if lead:
@@ -967,10 +972,10 @@ def candidate_configs(M, N, K, dtype=tylo.bf16, a_k_major=True, b_k_major=False)
                 # timed); swap-AB's C^T any width (transposed boxes) either way: the model weighs the register
                 # epilogue's stores against the TMA epilogue's fixed cost (1x8x8: registers, 2.6 against 3.3 us)
                 if N % 8:
-                    epilogues = (True,)
+                    direct_choices = (True,)
                 else:
-                    epilogues = (True, False) if swap else (tn % 64 != 0 and tn not in FITTED_WIDTHS,)
-                for direct in epilogues:
+                    direct_choices = (True, False) if swap else (tn % 64 != 0 and tn not in FITTED_WIDTHS,)
+                for direct in direct_choices:
                     stages = max_stages(64 * consumers, tn, direct, consumers)
                     for split in (1, 2, 3, 4, 6, 8, 12, 16):
                         if split > 1 and k_steps(K, dtype.itemsize) < 2 * split:
@@ -1097,8 +1102,8 @@ def spec(stages=4, group_m=8, c_bufs=2, a_mn=False, b_mn=False, dtype=tylo.bf16,
     blob = lambda plan: BlobSpec("tma", (plan, 2), 128)  # noqa: E731
     i32 = IntSpec("i32")
     a_plan, b_plan = operand_plans(config, dtype, a_mn, b_mn)
-    c_plan = a_plan if config.direct else c_tile(config.tn, config.swap_ab)
-    return [blob(c_plan), blob(a_plan), blob(b_plan), PointerSpec("bf16"), PointerSpec("f32"), PointerSpec("i32"),
+    c_store = a_plan if config.direct else c_plan(config)
+    return [blob(c_store), blob(a_plan), blob(b_plan), PointerSpec("bf16"), PointerSpec("f32"), PointerSpec("i32"),
             *[i32] * 7, *(ConstexprSpec(v) for v in config.constexprs(dtype, a_mn, b_mn))]
 
 
@@ -1282,7 +1287,7 @@ def prepare(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=Non
     fixup_workers, fixup_tiles = (plan.workers, plan.cut_tiles) if config.fixup else (0, 0)
     ws = stream_scratch("hopper_gemm.ws", 2 * fixup_workers * config.tm * config.tn, "f32", device, on, zero=False)
     counters = stream_scratch("hopper_gemm.counters", fixup_tiles * config.consumers, "i32", device, on)
-    c_map = a_map if config.direct else _binding(c_tile(config.tn, config.swap_ab), c)
+    c_map = a_map if config.direct else _binding(c_plan(config), c)
     # constexprs positionally: the JIT's fast path
     constexprs = config.constexprs(dtype, ka_mn, kb_mn)
     gemm = hopper_gemm[grid, config.threads]

@@ -57,7 +57,7 @@ def gemm_args(a, b, c, config=None):
     else:
         ka, kb, mk, nk, ld_row, ld_col = a, bt, M, N, N, 1
     a_map, b_map = tylo.prepare_tma(a_plan, ka), tylo.prepare_tma(b_plan, kb)
-    c_map = a_map if config.direct else tylo.prepare_tma(h.c_tile(config.tn, config.swap_ab), c)
+    c_map = a_map if config.direct else tylo.prepare_tma(h.c_plan(config), c)
     tiles = -(-mk // config.tm) * -(-nk // config.tn)
     return [c_map, a_map, b_map, c, *unused_fixup_arrays(), mk, nk, K, ld_row, ld_col, tiles, 0]
 
@@ -73,7 +73,7 @@ def gemm_cluster_args(a, b, c, config, sms, a_mn=False, b_mn=False):
     plan = h.schedule(config, M, N, K, 2, sms)
     a_plan, b_plan = h.operand_plans(config, tylo.bf16, a_mn, b_mn)
     a_map = tylo.prepare_tma(a_plan, np.ascontiguousarray(a.T) if a_mn else a)
-    c_map = a_map if config.direct else tylo.prepare_tma(h.c_tile(config.tn, config.swap_ab), c)
+    c_map = a_map if config.direct else tylo.prepare_tma(h.c_plan(config), c)
     b_map = tylo.prepare_tma(b_plan, b if b_mn else np.ascontiguousarray(b.T))
     args = [c_map, a_map, b_map, c, *unused_fixup_arrays(), M, N, K, N, 1, plan.dp_tiles, plan.workers]
     return args, plan.grid
@@ -94,7 +94,7 @@ def gemm_fixup_args(a, b, c, config, sms):
     plan = h.schedule(config, M, N, K, 2, sms)
     a_plan, b_plan = h.operand_plans(config, tylo.bf16, False, False)
     a_map = tylo.prepare_tma(a_plan, a)
-    c_map = a_map if config.direct else tylo.prepare_tma(h.c_tile(config.tn, config.swap_ab), c)
+    c_map = a_map if config.direct else tylo.prepare_tma(h.c_plan(config), c)
     ws = np.full((max(1, 2 * plan.workers * config.tm * config.tn),), np.nan, np.float32)
     counters = np.zeros((max(1, plan.cut_tiles * config.consumers),), np.int32)
     args = [c_map, a_map, tylo.prepare_tma(b_plan, np.ascontiguousarray(b.T)), c, ws, counters, M, N, K, N, 1,
