@@ -189,6 +189,10 @@ def describe_config(cfg):
         text += " direct"
     if cfg.cluster_m * cfg.cluster_n > 1:
         text += f" cluster{cfg.cluster_m}x{cfg.cluster_n}"
+    if cfg.group_m != 8:
+        text += f" group{cfg.group_m}"
+    if cfg.c_bufs != 2:
+        text += f" cbufs{cfg.c_bufs}"
     return text
 
 
@@ -206,7 +210,7 @@ def extra_configs(hg, text):
             kw[k] = v not in ("0", "False", "false") if k in _FLAG_FIELDS else int(v)
         if "stages" not in kw:
             kw["stages"] = hg.max_stages(64 * kw.get("consumers", 2), kw.get("tn", 256), kw.get("direct", False),
-                                         kw.get("consumers", 2))
+                                         kw.get("consumers", 2), kw.get("c_bufs", 2))
         out.append(kw)
     return out
 

@@ -28,8 +28,8 @@
   stores from registers (any output layout and N). ``launch`` picks a configuration with a cost model unless given one.
 * ``GemmConfig(cluster_m=2)``: 2 x 1 thread-block clusters on vertically adjacent tiles that share their B
   tile through TMA multicast (each CTA loads it on alternate ring steps into both); a stage is free when the
-  consumers of both CTAs released it (``mbarrier_arrive_cluster``). The heuristic uses them when the
-  K-major operands' rows are 16- but not 32-byte aligned (``row_alignment``): multicast halves B's L2 loads.
+  consumers of both CTAs released it (``mbarrier_arrive_cluster``). The heuristic uses them when an
+  operand's rows are 16- but not 32-byte aligned (``row_alignment``): multicast halves B's L2 loads.
   Clusters of up to 8 CTAs (``cluster_m``, ``cluster_n`` each 1, 2 or 4): a column shares B, a row A; the grid
   holds no more clusters than the driver says run at once (``cluster_slots``).
 * The TMA epilogue stores any tile width that is a multiple of 16 (``c_tile``: 64 x 64, 64 x 32 or 64 x 16
@@ -988,9 +988,10 @@ def candidate_configs(M, N, K, dtype=tylo.bf16, a_k_major=True, b_k_major=False)
     return [cfg for cfg in out if refusal(cfg, N, not a_k_major, not b_k_major) is None]
 
 
-# K-major operand rows whose byte addresses are 16- but not 32-byte aligned make TMA loads slow (measured;
-# likely because each 128-byte box row then spans two L2 lines); a 2 x 1 cluster, whose B tile is loaded
-# once per pair by multicast, measured 1.12-1.24x the same tile without it there (docs/hopper.md)
+# operand rows (K-major or MN-major: the TMA box rows either way) whose byte addresses are 16- but not 32-byte
+# aligned make TMA loads slow (measured; likely because each 128-byte box row then spans two L2 lines); a 2 x 1
+# cluster, whose B tile is loaded once per pair by multicast, measured 1.12-1.30x the same tile without it there
+# (docs/hopper.md)
 CLUSTER_BELOW_ROW_ALIGN = 32
 
 
@@ -1009,6 +1010,12 @@ def row_alignment(where, itemsize):
     return byte_alignment(ptr, strides[0] * itemsize) if shape[0] > 1 else byte_alignment(ptr)
 
 
+def contiguous_row_alignment(M, N, K, itemsize, a_k_major=True, b_k_major=False):
+    """The least ``row_alignment`` of contiguous operands at aligned bases: a K-major operand's rows hold K
+    elements, an MN-major A's M, an MN-major B's N (B row-major, 3000x5000x2000: 10000-byte rows)."""
+    return byte_alignment(K * itemsize if a_k_major else M * itemsize, K * itemsize if b_k_major else N * itemsize)
+
+
 @functools.lru_cache(maxsize=4096)
 def choose_config(M, N, K, dtype=tylo.bf16, sms=132, a_k_major=True, b_k_major=False, row_align=None):
     """A good configuration without tuning: the candidate with the least estimate (``estimate_seconds``;
@@ -1020,8 +1027,8 @@ def choose_config(M, N, K, dtype=tylo.bf16, sms=132, a_k_major=True, b_k_major=F
     better than the best so far, which kept the first of two near-equal candidates even when a later
     one was faster: 64 x 128 over 64 x 256 at 128x14336x4096.)
 
-    ``row_align``: the ``row_alignment`` of the K-major operands' rows (default: contiguous operands at
-    aligned bases, whose pitch is K elements). Below ``CLUSTER_BELOW_ROW_ALIGN``, for a bf16 whole-tile pick
+    ``row_align``: the least ``row_alignment`` of the operands' rows (default: ``contiguous_row_alignment``,
+    contiguous operands at aligned bases). Below ``CLUSTER_BELOW_ROW_ALIGN``, for a bf16 whole-tile pick
     of more than one M tile, the pick runs in 2 x 1 clusters where ``refusal`` permits (operands of either
     major since session 11). A ``split_tail`` pick whose schedule is the plain split's (no full wave before
     the tail) is named as the plain split."""
@@ -1055,7 +1062,7 @@ def finish_config(best, M, N, K, dtype=tylo.bf16, sms=132, a_k_major=True, b_k_m
     where that measured faster (``split_cluster_pays``)."""
     itemsize = dtype.itemsize
     if row_align is None:
-        row_align = byte_alignment(K * itemsize)
+        row_align = contiguous_row_alignment(M, N, K, itemsize, a_k_major, b_k_major)
     if (row_align < CLUSTER_BELOW_ROW_ALIGN and itemsize == 2 and not best.fixup and not best.swap_ab
             and M > best.tm):                               # a pair of M tiles to share B
         clustered = replace(best, cluster_m=2)
@@ -1259,9 +1266,8 @@ def prepare(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=Non
         if (stages, group_m, c_bufs) != (None, None, None):
             config = GemmConfig(stages=stages or 4, group_m=group_m or 8, c_bufs=c_bufs or 2)
         else:
-            k_major = [row_alignment(where, dtype.itemsize) for where, mn in ((a_where, a_mn), (b_where, b_mn))
-                       if not mn]
-            config = choose_config(M, N, K, dtype, sms, not a_mn, not b_mn, min(k_major, default=128))
+            row_align = min(row_alignment(a_where, dtype.itemsize), row_alignment(b_where, dtype.itemsize))
+            config = choose_config(M, N, K, dtype, sms, not a_mn, not b_mn, row_align)
     config = fit_split_cluster(config, K, dtype.itemsize)
     ldc = _output_row_stride(c, M, N)
     mk, nk, ld_row, ld_col = (N, M, 1, ldc) if config.swap_ab else (M, N, ldc, 1)

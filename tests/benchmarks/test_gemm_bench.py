@@ -21,3 +21,12 @@ def test_extra_cluster_configs_parse_into_gemm_configs():
     assert cfgs[3].stream_k and cfgs[3].cluster_m == 1
     assert gemm.describe_config(cfgs[0]) == "128x256 s4 cluster2x1"
     assert "cluster" not in gemm.describe_config(cfgs[3])
+    assert gemm.describe_config(cfgs[1]) == "128x256 s4 cluster2x1 group4"
+
+
+def test_extra_staging_buffers_take_the_stages_that_fit():
+    # a whole 64 x 256 staging band per consumer (c_bufs=4) leaves room for 3 stages of the 128 x 256 tile, not 4
+    (kw,) = gemm.extra_configs(hg, "c_bufs=4")
+    cfg = hg.GemmConfig(**kw)
+    assert cfg.stages == 3 == hg.max_stages(128, 256, False, 2, 4) and cfg.shared_bytes <= hg.SHARED_LIMIT
+    assert gemm.describe_config(cfg) == "128x256 s3 cbufs4"

@@ -128,8 +128,9 @@ def test_split_k_reduction_is_charged_past_the_hbm_bound():
     ((48, 12000, 1024), {swap(128, 48, direct=False)}),
 ])
 def test_choose_config_picks_the_measured_best(shape, allowed):
-    # the cost model's pick; whether its split-K then runs as clusters is split_cluster_pays' (below)
-    pick = hg.choose_config(*shape, tylo.bf16, SMS, True, False)
+    # the cost model's pick; whether its split-K then runs as clusters is split_cluster_pays' (below), whether
+    # it runs in 2 x 1 clusters for misaligned rows test_misaligned_rows_run_in_clusters' (rows aligned here)
+    pick = hg.choose_config(*shape, tylo.bf16, SMS, True, False, 128)
     assert dataclasses.replace(pick, split_cluster=False) in allowed
 
 
@@ -275,7 +276,16 @@ def test_byte_alignment():
     assert hg.byte_alignment(4096, 4064, 1024) == 32
 
 
-def test_misaligned_k_major_rows_run_in_clusters():
+def test_contiguous_row_alignment():
+    # the rows of each contiguous operand: K elements when K-major, else M (A) or N (B)
+    assert hg.contiguous_row_alignment(3000, 5000, 2000, 2, True, True) == 32
+    assert hg.contiguous_row_alignment(3000, 5000, 2000, 2, True, False) == 16      # B row-major: 10000 bytes
+    assert hg.contiguous_row_alignment(3000, 5000, 2000, 2, False, True) == 16      # A column-major: 6000
+    assert hg.contiguous_row_alignment(4096, 4096, 4096, 2, False, False) == 128
+    assert hg.contiguous_row_alignment(1000, 1000, 1000, 2, False, False) == 16
+
+
+def test_misaligned_rows_run_in_clusters():
     # measured (session 7, same run): 3001x5000x2008 rc 121.5 -> 98.0 us, 1000^3 rc 10.9 -> 9.7 us with
     # the same tile in 2 x 1 clusters; aligned shapes gain nothing (4096^3 178.3 / 179.0, 2048^3 25.8 / 27.0)
     for M, N, K in [(3001, 5000, 2008), (1000, 1000, 1000)]:
@@ -288,8 +298,17 @@ def test_misaligned_k_major_rows_run_in_clusters():
     for b_k_major in (True, False):
         pick = hg.choose_config(3001, 5000, 2008, tylo.bf16, SMS, True, b_k_major, 16)
         assert pick.cluster_m == 2 and not pick.fixup
+    # an MN-major operand's rows count too (session 15 run 1, same run, us): B row-major with 10000-byte rows,
+    # 3000x5000x2000 rr 114.8 -> 95.9, cr (A column-major, 6000-byte rows, too) 120.1 -> 97.4, cc 97.6 -> 96.3;
+    # 1000^3 with both operands MN-major (cr) 11.4 -> 9.8
+    for M, N, K, a_k_major, b_k_major in [(3000, 5000, 2000, True, False), (3000, 5000, 2000, False, False),
+                                          (3000, 5000, 2000, False, True), (1000, 1000, 1000, False, False)]:
+        pick = hg.choose_config(M, N, K, tylo.bf16, SMS, a_k_major, b_k_major)
+        assert pick == dataclasses.replace(hg.choose_config(M, N, K, tylo.bf16, SMS, a_k_major, b_k_major, 128),
+                                           cluster_m=2)
     # aligned rows, one M tile: no cluster
     assert hg.choose_config(4096, 4096, 4096, tylo.bf16, SMS, True, True).cluster_m == 1
+    assert hg.choose_config(3000, 5000, 2000, tylo.bf16, SMS, True, True).cluster_m == 1     # 4000-byte rows
     assert hg.choose_config(3000, 5000, 2000, tylo.bf16, SMS, True, True, 32).cluster_m == 1
     assert hg.choose_config(33, 4104, 520, tylo.bf16, SMS, True, True, 16).cluster_m == 1
     # a split-K pick stays one: clusters run whole tiles
