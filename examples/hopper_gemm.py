@@ -292,12 +292,23 @@ def partial_tile(ws, slot, cons, TM: tylo.constexpr, TN: tylo.constexpr):
 
 @functools.lru_cache(maxsize=None)
 def reduction_unroll(tn, consumers):
-    """Partials the fixup loads before adding them: as many as fit beside the running sum (tn / 2 f32
-    registers each) without spilling: 4 for tn <= 32, 2 up to 64 (128 with one consumer, which has the
-    whole register file), else 1."""
-    if tn <= 32:
+    """Partials the fixup loads at once before adding them: as many as fit beside the running sum (tn / 2 f32
+    registers each) without spilling: 4 for tn <= 32 (or 64 with one consumer, which has the whole register
+    file), 2 up to 64 (128 with one consumer), else 1."""
+    if tn <= 32 or (tn <= 64 and consumers == 1):
         return 4
     return 2 if tn <= 64 or (tn <= 128 and consumers == 1) else 1
+
+
+def fitted_reduction_rounds(partials, tn, consumers):
+    """The rounds the cost model charges: those of the fixup its constants were fitted to (sessions 6-14: the
+    first partial alone, then groups of 2, or 4 for tn <= 32). Session 15's grouped loads (``ceil(partials /
+    reduction_unroll)`` rounds) took 3-5% off 64-wide split-K 4 and 8 and left the rest level (validation.md,
+    session 15 run 3); charging them moved picks to split-K clusters, whose reduction they do not change
+    (257x776x4104 rc: 13.7 -> 15.3 us), so the model keeps the fitted rounds until a refit against sweeps of
+    this kernel."""
+    unroll = 4 if tn <= 32 else 2 if tn <= 64 or (tn <= 128 and consumers == 1) else 1
+    return -(-(partials - 1) // unroll) + 1
 
 
 @tylo.func
@@ -331,13 +342,15 @@ def fixup(res, ws, counters, flags, job, tile, dp_tiles, workers, ktiles, sk_ite
     done = flags[cons]
     if done != 0:
         tylo.fence_acq_rel("gpu")
-        res = load_partial(ws, first, base, workers, sk_iters, cons, TM, TN)
         # the partials in worker order, loaded UNROLL at a time so their L2 latencies overlap (a loop of
-        # load-then-add pays one latency per partial); the additions stay in order
+        # load-then-add pays one latency per partial), the remainder as one group: ceil(partials / UNROLL)
+        # rounds; the additions stay in worker order, from -0.0 (the exact identity: bitwise the partials'
+        # left-to-right sum)
         UNROLL = reduction_unroll(TN, CONSUMERS)
-        v = first + 1
-        if UNROLL == 4:
-            for _ in range((last - first) // 4):
+        res = tylo.full(tylo.f32, accumulator_ownership(TN), -0.0)
+        v = first
+        for _ in range((last + 1 - first) // UNROLL):
+            if UNROLL == 4:
                 p0 = load_partial(ws, v, base, workers, sk_iters, cons, TM, TN)
                 p1 = load_partial(ws, v + 1, base, workers, sk_iters, cons, TM, TN)
                 p2 = load_partial(ws, v + 2, base, workers, sk_iters, cons, TM, TN)
@@ -346,16 +359,31 @@ def fixup(res, ws, counters, flags, job, tile, dp_tiles, workers, ktiles, sk_ite
                 res = res + p1
                 res = res + p2
                 res = res + p3
-                v += 4
-        if UNROLL == 2:
-            for _ in range((last - first) // 2):
+            if UNROLL == 2:
                 p0 = load_partial(ws, v, base, workers, sk_iters, cons, TM, TN)
                 p1 = load_partial(ws, v + 1, base, workers, sk_iters, cons, TM, TN)
                 res = res + p0
                 res = res + p1
-                v += 2
-        for w2 in range(v, last + 1):
-            res = res + load_partial(ws, w2, base, workers, sk_iters, cons, TM, TN)
+            if UNROLL == 1:
+                res = res + load_partial(ws, v, base, workers, sk_iters, cons, TM, TN)
+            v += UNROLL
+        left = last + 1 - v                       # fewer than UNROLL
+        if UNROLL == 4:
+            if left == 3:
+                p0 = load_partial(ws, v, base, workers, sk_iters, cons, TM, TN)
+                p1 = load_partial(ws, v + 1, base, workers, sk_iters, cons, TM, TN)
+                p2 = load_partial(ws, v + 2, base, workers, sk_iters, cons, TM, TN)
+                res = res + p0
+                res = res + p1
+                res = res + p2
+            if left == 2:
+                p0 = load_partial(ws, v, base, workers, sk_iters, cons, TM, TN)
+                p1 = load_partial(ws, v + 1, base, workers, sk_iters, cons, TM, TN)
+                res = res + p0
+                res = res + p1
+        if UNROLL > 1:
+            if left == 1:
+                res = res + load_partial(ws, v, base, workers, sk_iters, cons, TM, TN)
         if lead:
             tylo.atomic_exch(counter, 0)
     return done, res
@@ -929,7 +957,7 @@ def estimate_seconds(cfg, M, N, K, itemsize, sms):
         # a split-K share lies in one tile; a stream-K share may start and end inside tiles
         pieces = jobs * (-(-share // plan.ktiles) + (cut - 1))
         tile_bytes = 4.0 * cfg.tm * cfg.tn
-        loads = -(-(per_tile - 1) // reduction_unroll(cfg.tn, cfg.consumers)) + 1      # rounds of L2 latency
+        loads = fitted_reduction_rounds(per_tile, cfg.tn, cfg.consumers)      # rounds of L2 latency
         stores = jobs * cut * (FIXUP_S + tile_bytes / SM_BYTES_S)
         # the last arriver's reads of the tile's partials start when the slowest worker has stored its
         # own: after the streaming, whether the SMs or HBM bound it (not hidden under the HBM bound)

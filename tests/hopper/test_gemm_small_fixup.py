@@ -78,17 +78,19 @@ def exact_product(a, b):
 CASES = {
     "split3-64x64-direct": (C(tn=64, consumers=1, stages=2, split_k=3, direct=True), 72, 64, 392, 4),
     "split2-64x64-tma": (C(tn=64, consumers=1, stages=2, split_k=2), 100, 136, 200, 4),
-    # 6 and 5 pieces per tile: the reduction's groups of 4 (tn <= 32) and 2 (tn = 64) and their remainders
+    # the last arriver's groups of partials (reduction_unroll: 4 for tn <= 64 with one consumer, 2 for 64 x 128)
+    # and their remainders: 6 = 4 + 2, 5 = 4 + 1, 3 = 3 (above), 3 = 2 + 1
     "split6-swap-n8": (C(tn=8, consumers=1, stages=2, swap_ab=True, split_k=6, direct=True), 1, 24, 392, 4),
     "split5-64x64": (C(tn=64, consumers=1, stages=2, split_k=5), 64, 64, 328, 8),
+    "split3-64x128": (C(tn=128, consumers=1, stages=2, split_k=3), 64, 136, 392, 4),
     "split2-k1-mn-major": (C(tn=64, consumers=1, stages=2, split_k=2, direct=True), 40, 64, 1, 4),
     "streamk-m8-mn-major": (C(tn=64, consumers=1, stages=2, stream_k=True), 8, 200, 136, 3),
-    "streamk-64x64-dp-and-cut": (C(tn=64, consumers=1, stages=2, stream_k=True), 130, 264, 256, 4),
     "streamk-64x64-all-cut": (C(tn=64, consumers=1, stages=3, stream_k=True), 65, 72, 328, 6),
     "streamk-swap-n8-m1": (C(tn=8, consumers=1, stages=2, swap_ab=True, stream_k=True, direct=True), 1, 8, 200, 3),
     "streamk-n1": (C(tn=8, consumers=1, stages=2, stream_k=True, direct=True), 33, 1, 136, 5),
 }
 SLOW_CASES = {
+    "streamk-64x64-dp-and-cut": (C(tn=64, consumers=1, stages=2, stream_k=True), 130, 264, 256, 4),
     "split2-128x256": (C(stages=2, split_k=2), 130, 264, 200, 4),
     "streamk-128x256": (C(stages=2, stream_k=True), 200, 264, 136, 3),
 }

@@ -113,6 +113,10 @@ def test_small_configs_assemble_without_spills(cfg, dtype):
     if cfg.fixup:
         assert ptx.count("fence.acq_rel.gpu;") == 2
         assert ptx.count("st.global.v4.b32") == cfg.tn // 8      # tn / 2 f32 per thread, 4 per store
+        # the last arriver loads the partials u at a time and the remainder (u - 1, ..., 1 of them) as one group:
+        # the code holds u + (u - 1) + ... + 1 partial loads, each tn / 8 16-byte loads per thread
+        u = hg.reduction_unroll(cfg.tn, cfg.consumers)
+        assert ptx.count("ld.global.v4.b32") == cfg.tn // 8 * u * (u + 1) // 2
 
 
 @pytest.mark.parametrize("cfg", [hg.GemmConfig(split_k=3), hg.GemmConfig(consumers=1, tn=64, split_k=16),
