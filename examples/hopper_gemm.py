@@ -1105,7 +1105,7 @@ def finish_config(best, M, N, K, dtype=tylo.bf16, sms=132, a_k_major=True, b_k_m
             same = False
         if same:
             best = plain     # no full wave before the tail: the plain split, named as such
-    if best.split_k > 1 and itemsize == 2 and split_cluster_pays(best):
+    if best.split_k > 1 and split_cluster_pays(best):       # bf16 (session 9) and fp8 (session 15) alike
         clustered = replace(best, split_cluster=True)
         if refusal(clustered, N, not a_k_major, not b_k_major) is None:
             best = clustered

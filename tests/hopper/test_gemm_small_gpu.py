@@ -131,7 +131,8 @@ def test_every_config_matches_float64(name, M, N, K, layout):
 
 
 @pytest.mark.parametrize("name", ["default", "swap-n16-2c", "split3-64x128", "swap-n16-split4", "64x128",
-                                  "streamk-64x128", "cluster2"])
+                                  "streamk-64x128", "cluster2", "split8-cluster-64x64", "swap-n16-split4-cluster",
+                                  "swap-tma-n16-split4-cluster"])
 @pytest.mark.parametrize("M,N,K", [(16, 4096, 1024), (77, 520, 4112), (1, 1024, 2048)])
 def test_fp8_configs(name, M, N, K):
     torch = _torch_sm90()
