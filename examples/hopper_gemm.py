@@ -319,6 +319,17 @@ def load_partial(ws, w, base, workers, sk_iters, cons, TM: tylo.constexpr, TN: t
 
 
 @tylo.func
+def add_partials(res, ws, v, base, workers, sk_iters, cons, COUNT: tylo.constexpr, TM: tylo.constexpr,
+                 TN: tylo.constexpr):
+    """``res`` plus the partials of workers ``v .. v + COUNT - 1`` in worker order, all COUNT loaded before the
+    first addition (one round of L2 latency for the group)."""
+    parts = [load_partial(ws, v + i, base, workers, sk_iters, cons, TM, TN) for i in tylo.static_range(COUNT)]
+    for part in parts:
+        res = res + part
+    return res
+
+
+@tylo.func
 def fixup(res, ws, counters, flags, job, tile, dp_tiles, workers, ktiles, sk_iters, cons, lead,
           TM: tylo.constexpr, TN: tylo.constexpr, CONSUMERS: tylo.constexpr):
     """Deterministic in-kernel reduction of a tile whose K range is cut between jobs (split-K, stream-K).
@@ -350,40 +361,12 @@ def fixup(res, ws, counters, flags, job, tile, dp_tiles, workers, ktiles, sk_ite
         res = tylo.full(tylo.f32, accumulator_ownership(TN), -0.0)
         v = first
         for _ in range((last + 1 - first) // UNROLL):
-            if UNROLL == 4:
-                p0 = load_partial(ws, v, base, workers, sk_iters, cons, TM, TN)
-                p1 = load_partial(ws, v + 1, base, workers, sk_iters, cons, TM, TN)
-                p2 = load_partial(ws, v + 2, base, workers, sk_iters, cons, TM, TN)
-                p3 = load_partial(ws, v + 3, base, workers, sk_iters, cons, TM, TN)
-                res = res + p0
-                res = res + p1
-                res = res + p2
-                res = res + p3
-            if UNROLL == 2:
-                p0 = load_partial(ws, v, base, workers, sk_iters, cons, TM, TN)
-                p1 = load_partial(ws, v + 1, base, workers, sk_iters, cons, TM, TN)
-                res = res + p0
-                res = res + p1
-            if UNROLL == 1:
-                res = res + load_partial(ws, v, base, workers, sk_iters, cons, TM, TN)
+            res = add_partials(res, ws, v, base, workers, sk_iters, cons, UNROLL, TM, TN)
             v += UNROLL
-        left = last + 1 - v                       # fewer than UNROLL
-        if UNROLL == 4:
-            if left == 3:
-                p0 = load_partial(ws, v, base, workers, sk_iters, cons, TM, TN)
-                p1 = load_partial(ws, v + 1, base, workers, sk_iters, cons, TM, TN)
-                p2 = load_partial(ws, v + 2, base, workers, sk_iters, cons, TM, TN)
-                res = res + p0
-                res = res + p1
-                res = res + p2
-            if left == 2:
-                p0 = load_partial(ws, v, base, workers, sk_iters, cons, TM, TN)
-                p1 = load_partial(ws, v + 1, base, workers, sk_iters, cons, TM, TN)
-                res = res + p0
-                res = res + p1
-        if UNROLL > 1:
-            if left == 1:
-                res = res + load_partial(ws, v, base, workers, sk_iters, cons, TM, TN)
+        left = last + 1 - v
+        for count in tylo.static_range(1, UNROLL):
+            if left == count:
+                res = add_partials(res, ws, v, base, workers, sk_iters, cons, count, TM, TN)
         if lead:
             tylo.atomic_exch(counter, 0)
     return done, res
