@@ -595,19 +595,13 @@ def epilogue(res, c_map, out, staging, row, col, M, N, ld_row, ld_col, cons, lea
                 mb.named_barrier_sync(1 + cons, 128)
             chunk = tylo.window(out16, (0, 64 * j), (64, c_chunk_columns(TN, j)))
             base = staging + (cons * C_BUFS + j % C_BUFS) * (64 * 64)
-            if C_T:
-                buf = tma.shared_tile(c_map, base, (c_chunk_boxes(TN, j, True), 1))
-                tylo.store(permutedims(buf), chunk)
-            else:
-                buf = tma.shared_tile(c_map, base, (1, c_chunk_boxes(TN, j)))
-                tylo.store(buf, chunk)
+            # C^T: the chunk is a band of C's columns, written through the transposed view (stmatrix.trans)
+            buf = tma.shared_tile(c_map, base, (c_chunk_boxes(TN, j, True), 1) if C_T else (1, c_chunk_boxes(TN, j)))
+            tylo.store(permutedims(buf) if C_T else buf, chunk)
             mb.fence_view_async_shared()
             mb.named_barrier_sync(1 + cons, 128)
             if lead:
-                if C_T:
-                    tma.tma_store(c_map, buf, (col + 64 * j, row))
-                else:
-                    tma.tma_store(c_map, buf, (row, col + 64 * j))
+                tma.tma_store(c_map, buf, (col + 64 * j, row) if C_T else (row, col + 64 * j))
                 tma.commit_tma_stores()
 
 
