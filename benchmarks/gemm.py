@@ -73,6 +73,21 @@ def interleaved(fns, torch, rounds=3):
     return {name: sorted(ts)[len(ts) // 2] for name, ts in times.items()}
 
 
+def time_checked_launches(launches, M, N, K, layout, torch, rounds=3):
+    """Median ms of each ``launches[name](c, a, b)`` (a GEMM into its own NaN-filled bf16 C) and of cuBLAS on fresh
+    operands of ``layout``, interleaved (``interleaved``), after checking every result against float64 (``check``):
+    the A/B primitive of scripts/probe_model_constant.py and scripts/probe_gemm_ab.py."""
+    a, b = operand(torch, M, K, layout[0]), operand(torch, K, N, layout[1])
+    fns = {"cublas": lambda: torch.matmul(a, b)}
+    for name, launch in launches.items():
+        c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+        launch(c, a, b)
+        torch.cuda.synchronize()
+        check(c, a, b, 1.0, torch)
+        fns[name] = lambda launch=launch, c=c: launch(c, a, b)
+    return interleaved(fns, torch, rounds=rounds)
+
+
 def host_microseconds(fn, torch, calls=50):
     """Host time per call of the launch path (the GPU runs behind; the queue does not fill)."""
     import time

@@ -1128,6 +1128,16 @@ def operand_plans(config, dtype, a_mn, b_mn):
 _BINDINGS = BoundedMemo(16)      # bindings keep their arrays alive
 
 
+def tma_maps(config, dtype, ka, kb, c, ka_mn=False, kb_mn=False, bind=tylo.prepare_tma):
+    """The kernel's TMA bindings ``(c_map, a_map, b_map)`` for its A and B storages ``ka`` and ``kb`` (the kernel's
+    orientation: swapped for swap-AB; ``ka_mn`` / ``kb_mn`` their majors) and C; ``bind(plan, x)`` makes one
+    binding of ``x``, whatever the caller passes as an operand (``launch``: a cached one, ``_binding``). With the
+    register epilogue (``direct``) the kernel never reads ``c_map``: A's binding stands in for it."""
+    a_plan, b_plan = operand_plans(config, dtype, ka_mn, kb_mn)
+    a_map, b_map = bind(a_plan, ka), bind(b_plan, kb)
+    return (a_map if config.direct else bind(c_plan(config), c)), a_map, b_map
+
+
 def _binding(plan, array, where=None):
     """TMA bindings cached per (plan, pointer, shape, strides): a new address or shape needs a new
     descriptor. ``where``: that (pointer, shape, strides) when the caller has it already."""
@@ -1281,9 +1291,8 @@ def prepare(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=Non
     why = refusal(config, N, a_mn, b_mn)
     if why is not None:
         raise ValueError(f"hopper_gemm: {why}")
-    a_plan, b_plan = operand_plans(config, dtype, ka_mn, kb_mn)
-    a_map = _binding(a_plan, ka, ka_where)
-    b_map = _binding(b_plan, kb, kb_where)
+    c_map, a_map, b_map = tma_maps(config, dtype, (ka, ka_where), (kb, kb_where), (c, None), ka_mn, kb_mn,
+                                   bind=lambda plan, operand: _binding(plan, *operand))
     span = M * max(ldc, N)
     if config.direct and span >= 2 ** 31:     # the register epilogue's offsets are 32-bit
         raise ValueError(f"hopper_gemm: the output ({span} elements) exceeds 32-bit offsets for the register "
@@ -1298,7 +1307,6 @@ def prepare(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=Non
     fixup_workers, fixup_tiles = (plan.workers, plan.cut_tiles) if config.fixup else (0, 0)
     ws = stream_scratch("hopper_gemm.ws", 2 * fixup_workers * config.tm * config.tn, "f32", device, on, zero=False)
     counters = stream_scratch("hopper_gemm.counters", fixup_tiles * config.consumers, "i32", device, on)
-    c_map = a_map if config.direct else _binding(c_plan(config), c)
     # constexprs positionally: the JIT's fast path
     constexprs = config.constexprs(dtype, ka_mn, kb_mn)
     gemm = hopper_gemm[grid, config.threads]

@@ -7,7 +7,7 @@
 examples/hopper_gemm.py is "new". For every shape and layout (``--fixup-only``: only those where either version's
 pick runs the in-kernel fixup, or the picks differ), each version launches its own ``choose_config`` pick; both
 results are checked against a float64 product, then the two and cuBLAS are timed interleaved
-(benchmarks/gemm.py's ``interleaved``). Prints new / old time per shape and their geometric mean. Both versions
+(benchmarks/gemm.py's ``time_checked_launches``). Prints new / old time per shape and their geometric mean. Both versions
 share ``stream_scratch``'s workspace and counters (launches run one after another; every launch leaves the
 counters at zero)."""
 import argparse
@@ -24,7 +24,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "examples"))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 import hopper_gemm as new  # noqa: E402
-from gemm import SUITES, check, describe_config, interleaved, operand, parse_shape  # noqa: E402
+from gemm import SUITES, describe_config, parse_shape, time_checked_launches  # noqa: E402
 
 
 def load_version(path):
@@ -32,19 +32,6 @@ def load_version(path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
-
-
-def time_pair(old, M, N, K, lay, picks):
-    """Median ms of each version's pick and of cuBLAS on fresh operands, after checking both results."""
-    a, b = operand(torch, M, K, lay[0]), operand(torch, K, N, lay[1])
-    fns = {"cublas": lambda: torch.matmul(a, b)}
-    for name, mod in (("old", old), ("new", new)):
-        c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
-        mod.launch(c, a, b, M, N, K, config=picks[name])
-        torch.cuda.synchronize()
-        check(c, a, b, 1.0, torch)
-        fns[name] = lambda mod=mod, c=c, cfg=picks[name]: mod.launch(c, a, b, M, N, K, config=cfg)
-    return interleaved(fns, torch, rounds=3)
 
 
 def main():
@@ -69,7 +56,9 @@ def main():
                 same = dataclasses.asdict(picks["old"]) == dataclasses.asdict(picks["new"])    # two modules' classes
                 if args.fixup_only and same and not picks["new"].fixup:
                     continue
-                t = time_pair(old, M, N, K, lay, picks)
+                t = time_checked_launches(
+                    {name: lambda c, a, b, mod=mod, cfg=picks[name], mnk=(M, N, K): mod.launch(c, a, b, *mnk, config=cfg)
+                     for name, mod in (("old", old), ("new", new))}, M, N, K, lay, torch)
                 ratios.append(t["new"] / t["old"])
                 print(f"{M}x{N}x{K} {lay}: old {describe_config(picks['old'])} {t['old'] * 1e3:.1f} us "
                       f"({t['cublas'] / t['old']:.3f}x cuBLAS), new {describe_config(picks['new'])} "

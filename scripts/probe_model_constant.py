@@ -20,7 +20,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "examples"))
 sys.path.insert(0, os.path.join(ROOT, "benchmarks"))
 import hopper_gemm as hg  # noqa: E402
-from gemm import SUITES, describe_config, interleaved, operand  # noqa: E402
+from gemm import SUITES, describe_config, time_checked_launches  # noqa: E402
 
 
 def picks(shapes, layouts, constants, sms):
@@ -40,18 +40,8 @@ def picks(shapes, layouts, constants, sms):
 def time_pair(key, old, new, out):
     """Time the old and new picks of one (shape, layout) next to cuBLAS; returns new / old time."""
     (M, N, K), lay = key
-    a, b = operand(torch, M, K, lay[0]), operand(torch, K, N, lay[1])
-    c = torch.empty(M, N, device="cuda", dtype=torch.bfloat16)
-    ref = a.double() @ b.double()
-    fns = {"cublas": lambda: torch.matmul(a, b)}
-    for name, cfg in (("old", old), ("new", new)):
-        c.fill_(float("nan"))
-        hg.launch(c, a, b, M, N, K, config=cfg)
-        torch.cuda.synchronize()
-        err = float((c.double() - ref).norm() / ref.norm())
-        assert err < 1e-2, (key, name, err)
-        fns[name] = lambda cfg=cfg: hg.launch(c, a, b, M, N, K, config=cfg)
-    t = interleaved(fns, torch, rounds=3)
+    t = time_checked_launches({name: lambda c, a, b, cfg=cfg: hg.launch(c, a, b, M, N, K, config=cfg)
+                               for name, cfg in (("old", old), ("new", new))}, M, N, K, lay, torch)
     print(f"{M}x{N}x{K} {lay}: old {describe_config(old)} {t['old'] * 1e3:.1f} us ({t['cublas'] / t['old']:.3f}x "
           f"cuBLAS), new {describe_config(new)} {t['new'] * 1e3:.1f} us ({t['cublas'] / t['new']:.3f}x)", flush=True)
     out.write(json.dumps(dict(shape=[M, N, K], layout=lay, old=dataclasses.asdict(old), new=dataclasses.asdict(new),

@@ -49,9 +49,7 @@ def gemm(a, b, cfg, sms, ctas=None, seed=0, mn_major=False):
         ka, kb, mk, nk, ld_row, ld_col = b_store, a_store, N, M, 1, N
     else:
         ka, kb, mk, nk, ld_row, ld_col = a_store, b_store, M, N, N, 1
-    a_plan, b_plan = hg.operand_plans(cfg, tylo.bf16, mn_major, mn_major)
-    a_map, b_map = tylo.prepare_tma(a_plan, ka), tylo.prepare_tma(b_plan, kb)
-    c_map = a_map if cfg.direct else tylo.prepare_tma(hg.c_plan(cfg), c)
+    c_map, a_map, b_map = hg.tma_maps(cfg, tylo.bf16, ka, kb, c, mn_major, mn_major)
     plan = hg.schedule(cfg, mk, nk, K, 2, sms)
     ws = np.full(max(4, 2 * plan.workers * cfg.tm * cfg.tn), np.nan, np.float32)     # unread until written
     counters = np.zeros(max(4, plan.cut_tiles * cfg.consumers), np.int32)

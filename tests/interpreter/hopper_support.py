@@ -51,13 +51,11 @@ def gemm_args(a, b, c, config=None):
     M, K = a.shape
     N = b.shape[1]
     bt = np.ascontiguousarray(b.T)
-    a_plan, b_plan = h.operand_plans(config, tylo.bf16, False, False)
     if config.swap_ab:
         ka, kb, mk, nk, ld_row, ld_col = bt, a, N, M, 1, N
     else:
         ka, kb, mk, nk, ld_row, ld_col = a, bt, M, N, N, 1
-    a_map, b_map = tylo.prepare_tma(a_plan, ka), tylo.prepare_tma(b_plan, kb)
-    c_map = a_map if config.direct else tylo.prepare_tma(h.c_plan(config), c)
+    c_map, a_map, b_map = h.tma_maps(config, tylo.bf16, ka, kb, c)
     tiles = -(-mk // config.tm) * -(-nk // config.tn)
     return [c_map, a_map, b_map, c, *unused_fixup_arrays(), mk, nk, K, ld_row, ld_col, tiles, 0]
 
@@ -71,10 +69,8 @@ def gemm_cluster_args(a, b, c, config, sms, a_mn=False, b_mn=False):
     M, K = a.shape
     N = b.shape[1]
     plan = h.schedule(config, M, N, K, 2, sms)
-    a_plan, b_plan = h.operand_plans(config, tylo.bf16, a_mn, b_mn)
-    a_map = tylo.prepare_tma(a_plan, np.ascontiguousarray(a.T) if a_mn else a)
-    c_map = a_map if config.direct else tylo.prepare_tma(h.c_plan(config), c)
-    b_map = tylo.prepare_tma(b_plan, b if b_mn else np.ascontiguousarray(b.T))
+    c_map, a_map, b_map = h.tma_maps(config, tylo.bf16, np.ascontiguousarray(a.T) if a_mn else a,
+                                     b if b_mn else np.ascontiguousarray(b.T), c, a_mn, b_mn)
     args = [c_map, a_map, b_map, c, *unused_fixup_arrays(), M, N, K, N, 1, plan.dp_tiles, plan.workers]
     return args, plan.grid
 
@@ -92,12 +88,10 @@ def gemm_fixup_args(a, b, c, config, sms):
     M, K = a.shape
     N = b.shape[1]
     plan = h.schedule(config, M, N, K, 2, sms)
-    a_plan, b_plan = h.operand_plans(config, tylo.bf16, False, False)
-    a_map = tylo.prepare_tma(a_plan, a)
-    c_map = a_map if config.direct else tylo.prepare_tma(h.c_plan(config), c)
+    c_map, a_map, b_map = h.tma_maps(config, tylo.bf16, a, np.ascontiguousarray(b.T), c)
     ws = np.full((max(1, 2 * plan.workers * config.tm * config.tn),), np.nan, np.float32)
     counters = np.zeros((max(1, plan.cut_tiles * config.consumers),), np.int32)
-    args = [c_map, a_map, tylo.prepare_tma(b_plan, np.ascontiguousarray(b.T)), c, ws, counters, M, N, K, N, 1,
+    args = [c_map, a_map, b_map, c, ws, counters, M, N, K, N, 1,
             plan.dp_tiles, plan.workers]
     return args, plan.grid, ws, counters
 

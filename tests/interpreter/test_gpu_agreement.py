@@ -184,9 +184,7 @@ def gemm_case(M, N, K, config, dtype=tylo.bf16, a_mn=False, b_mn=False, exact=Tr
         ka, kb, ka_mn, kb_mn, mk, nk, ld_row, ld_col = "b", "a", b_mn, a_mn, N, M, 1, N
     else:
         ka, kb, ka_mn, kb_mn, mk, nk, ld_row, ld_col = "a", "b", a_mn, b_mn, M, N, N, 1
-    a_plan, b_plan = hg.operand_plans(config, dtype, ka_mn, kb_mn)
-    a_map, b_map = Tma(a_plan, ka), Tma(b_plan, kb)
-    c_map = a_map if config.direct else Tma(hg.c_plan(config), "c")
+    c_map, a_map, b_map = hg.tma_maps(config, dtype, ka, kb, "c", ka_mn, kb_mn, bind=Tma)
     plan = hg.schedule(config, mk, nk, K, dtype.itemsize, sms)   # by default one job per CTA
     grid = (ctas or plan.dp_tiles + plan.workers,)
     constexprs = config.constexprs(dtype, ka_mn, kb_mn)
