@@ -231,9 +231,11 @@ def extra_configs(hg, text):
 
 
 def sweep(hg, launch, c, a, b, M, N, K, lay, fp8, count, torch, extra=()):
-    """Time the ``count`` configurations the cost model ranks best, the heuristic's pick and the ``extra``
-    ones (GemmConfig keywords; direct added where the shape needs it) on this shape, taking turns over two
-    rounds (``interleaved``). Returns one record per configuration timed (for ``--sweep-json``)."""
+    """Time the ``count`` configurations the cost model ranks best, what ``choose_config`` would run for each
+    of them (``finish_config``: a cluster where it applies, so a fit scores the configuration that runs), the
+    heuristic's pick and the ``extra`` ones (GemmConfig keywords; direct added where the shape needs it) on this
+    shape, taking turns over two rounds (``interleaved``). Returns one record per configuration timed (for
+    ``--sweep-json``)."""
     dtype = hg.INPUT_TYPES["f8e4m3" if fp8 else "bf16"]
     sms = driver.sm_count()
     ranked = sorted(hg.candidate_configs(M, N, K, dtype, lay[0] == "r", lay[1] == "c"),
@@ -246,8 +248,9 @@ def sweep(hg, launch, c, a, b, M, N, K, lay, fp8, count, torch, extra=()):
             more.append(hg.GemmConfig(**{**kw, "direct": kw.get("direct", False) or N % 8 != 0}))
         except ValueError as e:
             print(f"    sweep extra {kw}: {e}")
+    finished = [hg.finish_config(cfg, M, N, K, dtype, sms, lay[0] == "r", lay[1] == "c") for cfg in ranked[:count]]
     runnable = {}
-    for cfg in dict.fromkeys([chosen] + ranked[:count] + more):
+    for cfg in dict.fromkeys([chosen] + ranked[:count] + finished + more):
         try:
             launch(c, a, b, M, N, K, config=cfg)
             torch.cuda.synchronize()

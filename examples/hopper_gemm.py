@@ -1082,21 +1082,28 @@ def finish_config(best, M, N, K, dtype=tylo.bf16, sms=132, a_k_major=True, b_k_m
             same = False
         if same:
             best = plain     # no full wave before the tail: the plain split, named as such
-    if best.split_k > 1 and split_cluster_pays(best):       # bf16 (session 9) and fp8 (session 15) alike
+    if best.split_k > 1 and split_cluster_pays(best, kernel_operands(best, M, N)[0]):    # bf16 and fp8 alike
         clustered = replace(best, split_cluster=True)
         if refusal(clustered, N, not a_k_major, not b_k_major) is None:
             best = clustered
     return best
 
 
-def split_cluster_pays(cfg):
-    """Whether the split-K configuration ``cfg`` runs faster with ``split_cluster`` (H200, session 9,
-    docs/hopper.md): tiles at most 64 wide (64 x 64 split 2 gained 4%, swap-AB 64 / 128 x 8 and x 16 2-12%;
-    64 x 128 and wider lost 3-35%), in clusters of at most 3 CTAs unless two CTAs fit on an SM (clusters of 4
-    and 8 CTAs that each fill an SM ran 1.7-1.8x slower). Also false where the ring cannot take the
-    partials."""
+def split_cluster_pays(cfg, mk):
+    """Whether the split-K configuration ``cfg`` runs faster with ``split_cluster`` for a kernel-orientation
+    M of ``mk`` (H200, sessions 9, 15 and 16; docs/hopper.md, "Split-K through the cluster"): tiles at most 64
+    wide, and
+    * unswapped, only with a single M tile: 64 x 64 and 128 x 64 split 2 gained 2-12% at M = 64 and 128
+      (64x4096x4096, 128x4096x4096, 128x4096x14336) and lost 5-21% with 2 to 8 M tiles (96x2048x2048,
+      128x1024x8192, 256x1024x8192, 512x512x5120, 512x1024x8192), level at 257x776x4104;
+    * in clusters of at most 3 CTAs, or more where two CTAs fit on an SM and the tile is 8 wide: swap-AB 64 x 8
+      split 6 and 8 gained up to 14% (7x1000x3000, 1x1024x8192), 64 x 16 split 4 and 8 lost 5-9%
+      (16x4096x14336, 16x1024x8192), clusters of 4 and 8 CTAs that each fill an SM 1.7-1.8x.
+    Also false where the ring cannot take the partials."""
     two_per_sm = 2 * (cfg.shared_bytes + SM_RESERVED_SHARED) <= SM_SHARED_BYTES
-    if not (cfg.tn <= 64 and (cfg.split_k <= 3 or two_per_sm)):
+    if cfg.tn > 64 or not (cfg.swap_ab or mk <= cfg.tm):
+        return False
+    if not (cfg.split_k <= 3 or (two_per_sm and cfg.tn <= 8)):
         return False
     try:
         replace(cfg, split_cluster=True)

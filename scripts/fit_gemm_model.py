@@ -12,7 +12,8 @@ pick is taken the way ``choose_config`` takes it (least estimate, each candidate
 minimises the sum of log regrets plus the mean absolute log error of the estimates (which keeps the model a
 model of time, not only of order). It prints the constants to paste into examples/hopper_gemm.py, and the
 regret per shape on the fitting data and on ``--test`` data (sweeps not fitted: whether the fit carries).
-docs/data/gemm_sweep_s12_*.jsonl.gz are session 12's sweeps on the H200 (140 shapes and layouts; validation.md).
+docs/data/gemm_sweep_s12_*.jsonl.gz are session 12's sweeps on the H200 (140 shapes and layouts; validation.md);
+docs/data/gemm_sweep_s16_{llm,ragged,issue,more}.jsonl.gz session 16's, of one kernel version (144 shapes and layouts).
 """
 import argparse
 import collections

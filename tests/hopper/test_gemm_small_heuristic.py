@@ -196,11 +196,42 @@ def test_choose_config_picks_the_measured_best_small(shape, dtype, layout, allow
     ((1, 4096, 14336), "fp8", "rc", True),
     ((16, 4096, 14336), "fp8", "rc", True),
     ((64, 4096, 14336), "fp8", "rc", True),
+    # session 16 (validation.md runs 1 and 5, us): swap 64 x 16 split 8 as clusters of 8 lost, 8.3 against 7.7-7.8
+    # (bf16 rr and rc; fp8 level in session 15: 6.9 either way)
+    ((16, 1024, 8192), "bf16", "rc", False),
+    ((16, 1024, 8192), "bf16", "rr", False),
+    ((16, 1024, 8192), "fp8", "rc", False),
 ])
 def test_split_cluster_where_it_measured_faster(shape, dtype, layout, clustered):
     itype = {"bf16": tylo.bf16, "fp8": tylo.f8e4m3}[dtype]
     pick = hg.choose_config(*shape, itype, SMS, layout[0] == "r", layout[1] == "c")
     assert pick.split_k > 1 and pick.split_cluster == clustered
+
+
+@pytest.mark.parametrize("shape,config,pays", [
+    # unswapped split 2 of 64-wide tiles: faster as a cluster with one M tile (session 16 run 1, us: 64x4096x4096
+    # 10.6-10.7 against 10.9-11.1, 128x4096x4096 128 x 64 13.6-13.7 against 15.3), slower with several
+    # (256x1024x8192 17.6-18.2 against 14.3 in session 15, 512x512x5120 12.4 against 11.7-11.8, 512x1024x8192
+    # 128 x 64 24.9-25.8 against 22.9-23.1)
+    ((64, 4096, 4096), cfg(64, 64, 8, split_k=2), True),
+    ((128, 4096, 4096), cfg(128, 64, 8, split_k=2), True),
+    ((256, 1024, 8192), cfg(64, 64, 8, split_k=2), False),
+    ((512, 512, 5120), cfg(64, 64, 8, split_k=2), False),
+    ((512, 1024, 8192), cfg(128, 64, 8, split_k=2), False),
+    # swap-AB: the kernel's M is N (1024 rows here), clusters pay as before (128 x 64 split 2 23.5 against 25.5)
+    ((512, 1024, 8192), swap(128, 64, direct=False, split_k=2), True),
+    # clusters of more than 3 CTAs: 8-wide tiles only (64 x 8 split 6 5.9-6.0 against 6.7; 64 x 16 split 4 39.2-39.8
+    # against 36.0-36.9 at 16x4096x14336)
+    ((7, 1000, 3000), swap(64, 8, split_k=6), True),
+    ((16, 4096, 14336), swap(64, 16, split_k=4), False),
+    ((16, 4096, 14336), swap(64, 16, split_k=2), True),
+])
+def test_split_cluster_pays_where_measured(shape, config, pays):
+    M, N, K = shape
+    mk = hg.kernel_operands(config, M, N)[0]
+    assert hg.split_cluster_pays(config, mk) == pays
+    finished = hg.finish_config(config, M, N, K, tylo.bf16, SMS)
+    assert finished.split_cluster == pays
 
 
 def test_partial_last_wave_is_charged():
