@@ -473,7 +473,9 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
     if CLUSTER == 1:
         tylo.sync_threads()
     else:
-        mb.cluster_sync()       # every CTA's barriers are initialised before a peer multicasts or arrives on them
+        # every CTA's barriers are initialised before a peer multicasts or arrives on them: fence_mbarrier_init
+        # published the initialisation, so the arrival orders nothing (relaxed: no GPU-scope memory barrier)
+        mb.cluster_sync(relaxed=True)
 
     num_m = (M + TM - 1) // TM
     num_n = (N + TN - 1) // TN
@@ -515,6 +517,11 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
                                           CLUSTER_M, CLUSTER_N, True, TN, B_MN)
                         ring += 1
                     it += ke - kb
+            if SHARERS > 1:
+                # the load tail: the peers' consumers release this CTA's stages by remote arrivals; wait until
+                # the last STAGES loads are released everywhere, so none reaches this CTA after it exits
+                for tail in range(ring, ring + STAGES):
+                    mb.mbarrier_wait(empty + tail % STAGES, ((tail // STAGES) & 1) ^ 1)
     else:
         if CONSUMERS == 2:
             mb.setmaxnreg_inc(CONSUMER_REGS)
@@ -565,10 +572,9 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
         if not DIRECT:
             if lead:
                 tma.wait_tma_stores(0)
-    if CLUSTER > 1:
-        # no CTA exits while a peer may still arrive on its barriers (its multicast loads into this CTA
-        # completed: this CTA's consumers waited for every stage they read)
-        mb.cluster_sync()
+    # no exit barrier for clusters: every remote access to a CTA is one it waits for before exiting (multicast
+    # loads: its consumers wait on every stage; peers' releases: the load tail; split_cluster: rank 0 waits
+    # for the partials, the others for rank 0's arrival), which is cheaper than the barrier's GPU-scope release
 
 
 @tylo.func

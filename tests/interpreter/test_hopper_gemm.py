@@ -189,35 +189,73 @@ def test_cluster_default_tile_with_the_peer_past_m():
     assert relative_error(a, b, c) < 4e-3
 
 
+def mutated_gemm_ir(tmp_path, name, mutate, cfg_kw):
+    """The IR of examples/hopper_gemm.py after ``mutate`` (source -> source), specialised for ``cfg_kw``."""
+    import importlib.util
+
+    from hopper_support import EXAMPLES
+
+    from tylo.specialization import ConstexprSpec
+
+    path = tmp_path / f"{name}.py"
+    path.write_text(mutate((EXAMPLES / "hopper_gemm.py").read_text()))
+    spec = importlib.util.spec_from_file_location(name, path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    cfg = mod.GemmConfig(**cfg_kw)
+    records = mod.spec(config=cfg)
+    names = [p.name for p in mod.hopper_gemm.params if p.constexpr]
+    return cfg, mod.hopper_gemm.lower(
+        signature=[r for r in records if not isinstance(r, ConstexprSpec)],
+        constexprs=dict(zip(names, [r.value for r in records if isinstance(r, ConstexprSpec)])),
+        block=(cfg.threads,))
+
+
 def test_cluster_without_remote_releases_is_a_hazard(tmp_path):
     # the kernel with each consumer releasing only its own CTA's stage (and the barrier counting only
     # those): a producer then multicasts B into the peer's stage while the peer's WGMMA may still read it
-    import importlib.util
-
-    from hopper_support import EXAMPLES, gemm_cluster_args
+    from hopper_support import gemm_cluster_args
 
     from tylo.interpreter import HazardError
 
-    src = (EXAMPLES / "hopper_gemm.py").read_text()
-    mutated = src.replace("mb.mbarrier_init(empty + s, CONSUMERS * SHARERS)", "mb.mbarrier_init(empty + s, CONSUMERS)")
-    mutated = mutated.replace("        for r in tylo.static_range(CLUSTER):\n            mb.mbarrier_arrive_cluster(bar, r)",
-                              "        mb.mbarrier_arrive(bar)")
-    # release_stage's remote arrivals are gone (cluster_reduce keeps its own)
-    assert mutated.count("mbarrier_arrive_cluster(") == src.count("mbarrier_arrive_cluster(") - 1
-    assert "mbarrier_init(empty + s, CONSUMERS)" in mutated
-    path = tmp_path / "hopper_gemm_local_release.py"
-    path.write_text(mutated)
-    spec = importlib.util.spec_from_file_location("hopper_gemm_local_release", path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    cfg = mod.GemmConfig(tn=64, consumers=1, stages=2, cluster_m=2)
-    records = mod.spec(config=cfg)
-    from tylo.specialization import ConstexprSpec
-    names = [p.name for p in mod.hopper_gemm.params if p.constexpr]
-    ir = mod.hopper_gemm.lower(signature=[r for r in records if not isinstance(r, ConstexprSpec)],
-                               constexprs=dict(zip(names, [r.value for r in records if isinstance(r, ConstexprSpec)])),
-                               block=(cfg.threads,))
+    def local_release(src):
+        mutated = src.replace("mb.mbarrier_init(empty + s, CONSUMERS * SHARERS)",
+                              "mb.mbarrier_init(empty + s, CONSUMERS)")
+        mutated = mutated.replace("        for r in tylo.static_range(CLUSTER):\n"
+                                  "            mb.mbarrier_arrive_cluster(bar, r)", "        mb.mbarrier_arrive(bar)")
+        # release_stage's remote arrivals are gone (cluster_reduce keeps its own)
+        assert mutated.count("mbarrier_arrive_cluster(") == src.count("mbarrier_arrive_cluster(") - 1
+        assert "mbarrier_init(empty + s, CONSUMERS)" in mutated
+        return mutated
+
+    cfg, ir = mutated_gemm_ir(tmp_path, "hopper_gemm_local_release", local_release,
+                              dict(tn=64, consumers=1, stages=2, cluster_m=2))
     a, b, c = gemm_operands(136, 72, 136, seed=6)
     args, grid = gemm_cluster_args(a, b, c, cfg, 2)
     with pytest.raises(HazardError, match="stage released before its read completed"):
+        run(ir, args, grid=(grid,), block=(cfg.threads,), cluster=(2, 1, 1), seed=3)
+
+
+@pytest.mark.parametrize("cluster", [dict(cluster_m=2), dict(cluster_n=2)])
+def test_cluster_without_the_load_tail_is_a_hazard(tmp_path, cluster):
+    # clusters end without a cluster barrier: a CTA's producer instead waits until the peers' consumers have
+    # released its last stages. Without that wait a CTA may exit while a peer still arrives on its barriers
+    # (on the GPU, shared memory that may already be another CTA's); seed 3 schedules that in both forms
+    from hopper_support import gemm_cluster_args
+
+    from tylo.interpreter import HazardError
+
+    tail = ("                for tail in range(ring, ring + STAGES):\n"
+            "                    mb.mbarrier_wait(empty + tail % STAGES, ((tail // STAGES) & 1) ^ 1)\n")
+
+    def without_tail(src):
+        assert src.count(tail) == 1
+        return src.replace(tail, "                pass\n")
+
+    cfg, ir = mutated_gemm_ir(tmp_path, "hopper_gemm_no_load_tail", without_tail,
+                              dict(tn=64, consumers=1, stages=2, **cluster))
+    shape = (136, 72, 136) if "cluster_m" in cluster else (72, 136, 72)
+    a, b, c = gemm_operands(*shape, seed=6)
+    args, grid = gemm_cluster_args(a, b, c, cfg, 2)
+    with pytest.raises(HazardError, match="remote access to an exited CTA"):
         run(ir, args, grid=(grid,), block=(cfg.threads,), cluster=(2, 1, 1), seed=3)

@@ -270,3 +270,59 @@ def test_a_try_wait_spin_loop_lets_the_other_warps_run_and_a_hung_one_is_reporte
     monkeypatch.setattr(imb, "SPIN_LIMIT", 200)
     with pytest.raises(HazardError, match="spun on mbarrier.try_wait"):
         spin[1, 64](out, False)
+
+
+@tylo.jit(interpret=True)
+def cluster_handoff(out, RELAXED: tylo.constexpr):
+    box = tylo.shared_array(tylo.i32, (1,), align=8)
+    tid = tylo.thread_idx.x
+    if tid == 0:
+        box.ptr[0] = 5 + tylo.block_idx.x
+    mb.cluster_sync(relaxed=RELAXED)          # warp 1 reads what warp 0 wrote
+    if tid == 32:
+        out[tylo.block_idx.x] = box.ptr[0]
+
+
+def test_cluster_barrier_publishes_writes_unless_relaxed():
+    # barrier.cluster.arrive (release) + wait (acquire) orders warp 0's shared write before warp 1's read
+    out = np.zeros(2, np.int32)
+    cluster_handoff.launch(out, False, grid=2, block=64, cluster=2)
+    assert out.tolist() == [5, 6]
+    # .relaxed orders nothing (PTX ISA barrier.cluster): the same handoff is a race
+    with pytest.raises(HazardError, match="shared read racing with another warp.s write"):
+        cluster_handoff.launch(np.zeros(2, np.int32), True, grid=2, block=64, cluster=2)
+
+
+
+@pytest.mark.parametrize("relaxed,arrive", [(False, "barrier.cluster.arrive.release.aligned;"),
+                                            (True, "barrier.cluster.arrive.relaxed.aligned;")])
+def test_cluster_arrive_ptx(relaxed, arrive):
+    ck = cluster_handoff.compile(signature=["*i32"], constexprs={"RELAXED": relaxed}, arch="sm_90a", block=64)
+    assert ck.ptx.count(arrive) == 1
+    assert ck.ptx.count("barrier.cluster.wait.acquire.aligned;") == 1
+
+
+@tylo.jit(interpret=True)
+def relaxed_init(out, FENCE: tylo.constexpr):
+    bar = tylo.shared_array(tylo.u64, (1,), align=8)
+    tid = tylo.thread_idx.x
+    if tid == 0:
+        mb.mbarrier_init(bar.ptr, 1)
+        if FENCE:
+            mb.fence_mbarrier_init()
+    mb.cluster_sync(relaxed=True)            # warp 1 arrives on the barrier warp 0 initialised
+    if tid == 32:
+        mb.mbarrier_arrive(bar.ptr)
+    mb.mbarrier_wait(bar.ptr, 0)
+    if tid == 0:
+        out[tylo.block_idx.x] = 1
+
+
+def test_fence_mbarrier_init_with_a_relaxed_cluster_arrival_orders_the_init():
+    # CUTLASS's and Gluon's start: mbarrier.init; fence.mbarrier_init.release.cluster; barrier.cluster.arrive.relaxed
+    out = np.zeros(2, np.int32)
+    relaxed_init.launch(out, True, grid=2, block=64, cluster=2)
+    assert out.tolist() == [1, 1]
+    # without the fence the relaxed arrival publishes nothing: the init is not ordered before warp 1's arrival
+    with pytest.raises(HazardError, match="mbarrier not initialised"):
+        relaxed_init.launch(np.zeros(2, np.int32), False, grid=2, block=64, cluster=2)

@@ -95,6 +95,7 @@ def _st_async(th, op, ins, t):
     bar.check_async_visible(op)
 
     def effect():
+        cta.check_alive("a st.async", op.loc)
         cta.shadow.async_write_done(m, aop)
         cta.smem.view(np.ndarray)[lo:lo + len(data)] = np.frombuffer(data, np.uint8)
         bar.complete_tx(len(data), aop)

@@ -25,6 +25,11 @@ def _fence(th, op, ins, t):
     if kind in PROXY_FENCE_KINDS:
         # each proxy fence makes this thread's earlier mbarrier.init visible to the async proxy (TMA complete_tx)
         th.init_fenced = epoch
+    if kind == "mbarrier_init":
+        # fence.mbarrier_init.release.cluster with the thread's next barrier.cluster.arrive.relaxed is a release
+        # pattern for its mbarrier.init (PTX ISA: the fence pairs with a relaxed cluster arrival); the arrival
+        # publishes this clock (and with it the thread's earlier writes: a little more than the fence orders)
+        th.init_release = (th.clock.copy(), set(th.seen))
     th.clock[th.index] += 1     # accesses after the fence belong to a later epoch
 
 

@@ -38,19 +38,20 @@ import numpy as np
 __all__ = ["SharedShadow", "SharedRead", "join_clocks"]
 
 
-def join_clocks(threads, released=()) -> None:
+def join_clocks(threads, released=(), silent=()) -> None:
     """A barrier among ``threads``: each gets the join of their clocks and of their observed
     asynchronous writes, then starts a new epoch of its own. ``released``: ``(clock, seen)`` that
     threads which only arrived (``bar.arrive``) published when they arrived; they add to the join but
-    acquire nothing (PTX ISA 9.7.13.1: bar.arrive does not wait)."""
+    acquire nothing (PTX ISA 9.7.13.1: bar.arrive does not wait). ``silent``: those of ``threads`` that
+    arrived relaxed (``barrier.cluster.arrive.relaxed``): they acquire the join but add nothing to it."""
     if not threads:
         return
-    joined = np.maximum.reduce([th.clock for th in threads] + [c for c, _ in released])
-    seen = set().union(*(th.seen for th in threads), *(s for _, s in released))
+    sources = [th.clock for th in threads if th not in silent] + [c for c, _ in released]
+    seen = set().union(*(th.seen for th in threads if th not in silent), *(s for _, s in released))
     for th in threads:
-        th.clock = joined.copy()
+        th.clock = np.maximum.reduce(sources + [th.clock])
         th.clock[th.index] += 1
-        th.seen = set(seen)
+        th.seen = seen | th.seen
 
 
 def _warp_keys(m):

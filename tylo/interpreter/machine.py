@@ -70,6 +70,20 @@ class CTA:
         self.named = {}          # id -> {"count": n, "arrived": [(clock, seen) of each bar.arrive], "op": op}
         self.threads = []
         self.state = {}          # per-feature state (TMEM, ...)
+        self.running = None      # threads not yet exited (set when the CTA starts)
+
+    @property
+    def exited(self):
+        """Every thread of the CTA has returned: its shared memory (and barriers) are gone."""
+        return self.running == 0
+
+    def check_alive(self, what, loc):
+        """A peer's ``what`` (at ``loc``) reaches this CTA's shared memory: a hazard once the CTA has exited
+        (on the GPU its shared memory may then belong to another CTA)."""
+        if self.exited:
+            self.m.hazard("remote access to an exited CTA",
+                          f"{what} reaches CTA {self.rank}'s shared memory after every thread of that CTA exited "
+                          f"(nothing it waited for orders the access before its exit)", [(what, loc)])
 
     def symbol_pointer(self, symbol, elem):
         return Pointer(self.smem, self.symbols[symbol] // elem.itemsize, elem)
@@ -93,6 +107,8 @@ class Machine:
         self._bases = {}
         self.ctas = []
         self.cluster_arrived = set()
+        self.cluster_relaxed = set()     # threads that arrived .relaxed: they publish nothing ...
+        self.cluster_released = []       # ... but what their fence.mbarrier_init released
         self.cluster_phase = 0
 
     # -- addresses and memory ------------------------------------------------------------------
@@ -190,6 +206,10 @@ class Machine:
         started = [False] * n
         done = [False] * n
         self.cluster_arrived = set()
+        self.cluster_relaxed = set()     # threads that arrived .relaxed: they publish nothing ...
+        self.cluster_released = []       # ... but what their fence.mbarrier_init released
+        for cta in {th.cta for th in threads}:
+            cta.running = sum(1 for th in threads if th.cta is cta)
         rng = self.rng
         # warps are what the hardware schedules: a delayed warp sleeps a few rounds, all lanes together
         warp_of = [(th.cta.rank, th.linear // 32) for th in threads]
@@ -216,6 +236,7 @@ class Machine:
                     started[i] = True
                 except StopIteration:
                     done[i] = True
+                    threads[i].cta.running -= 1
                 reply[i] = None
                 ran = True
             live = [i for i in range(n) if not done[i]]
@@ -307,8 +328,10 @@ class Machine:
         # the cluster barrier: every live thread of the cluster has arrived
         live = [i for i in range(n) if not done[i]]
         if self.cluster_arrived and all(threads[i] in self.cluster_arrived for i in live):
-            join_clocks(list(self.cluster_arrived))
+            join_clocks(list(self.cluster_arrived), self.cluster_released, silent=self.cluster_relaxed)
             self.cluster_arrived = set()
+            self.cluster_relaxed = set()
+            self.cluster_released = []
             self.cluster_phase += 1
             served = True
         return served

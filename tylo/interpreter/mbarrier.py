@@ -161,6 +161,7 @@ def _arrive_cluster(th, op, ins, t):
                                f"{len(th.m.ctas)} CTA(s)")
     if ptr.buffer.cta is None:
         raise InterpreterError(f"{op.loc}: an mbarrier must be in shared memory")
+    cta.check_alive("a remote mbarrier arrive", op.loc)
     barrier_at(th, Pointer(cta.smem, ptr.offset, ptr.elem), op).arrive(th, op)
 
 

@@ -5,7 +5,9 @@
   ``id`` (``bar.arrive`` counts without waiting); threads of one phase giving different counts
   are a hazard. The scheduler (``machine.py``) serves it.
 * ``barrier.cluster.arrive`` / ``wait``: the wait returns once every live thread of the cluster
-  arrived in the current phase.
+  arrived in the current phase; a ``.relaxed`` arrival publishes none of the thread's accesses (its
+  thread still acquires the others' at the wait), except, after a ``fence.mbarrier_init``, what
+  preceded that fence (the fence's release pattern, ``fence.py``).
 * ``elect.sync``: true in the lowest live lane of the warp.
 * ``setmaxnreg``: checked (24 .. 256, a multiple of 8), no other effect.
 """
@@ -42,11 +44,16 @@ def _setmaxnreg(th, op, ins, t):
 
 def _cluster_barrier(th, op, ins, t):
     m = th.m
-    if op.attrs["kind"] == "arrive":
+    if op.attrs["kind"] != "wait":
         if th in m.cluster_arrived:
             raise InterpreterError(f"{op.loc}: barrier.cluster.arrive twice without a wait")
         th.cluster_phase = m.cluster_phase
         m.cluster_arrived.add(th)
+        if op.attrs["kind"] == "arrive_relaxed":
+            m.cluster_relaxed.add(th)
+            if getattr(th, "init_release", None) is not None:      # a fence.mbarrier_init before it
+                m.cluster_released.append(th.init_release)
+        th.init_release = None
         return None
     phase = getattr(th, "cluster_phase", None)
     if phase is None:

@@ -92,6 +92,7 @@ def _load(th, op, ins, t):
         data = box.view(np.uint8).reshape(plan.outer, row_bytes // 16, 16)
         addr = swizzled_chunks(base, plan.outer, row_bytes, plan.swizzle)
         for cta, bar in zip(targets, bars):
+            cta.check_alive("a TMA load", op.loc)
             cta.shadow.async_write_done(m, aop)
             raw = cta.smem.view(np.ndarray)
             raw[addr[..., None] + np.arange(16)] = data

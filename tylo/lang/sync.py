@@ -107,10 +107,15 @@ def cluster_size(*, _ctx):
 
 
 @builtin
-def cluster_arrive(*, _ctx):
-    """``barrier.cluster.arrive`` (release): this thread reached the cluster barrier."""
+def cluster_arrive(relaxed=False, *, _ctx):
+    """``barrier.cluster.arrive``: this thread reached the cluster barrier. By default a release (the waiters
+    see this thread's earlier writes; on sm_90a ptxas puts a GPU-scope memory barrier before it); ``relaxed=True``
+    (``.relaxed``) orders nothing, for a barrier that only counts arrivals, e.g. after ``fence_mbarrier_init``,
+    which publishes the barriers' initialisation to the cluster by itself."""
     require_sm(_ctx, 90, "cluster_arrive")
-    _ctx.builder.create("nv.cluster.barrier", [], [], {"kind": "arrive"})
+    if not isinstance(relaxed, bool):
+        raise LangError(f"cluster_arrive: relaxed must be a compile-time bool, got {relaxed!r}")
+    _ctx.builder.create("nv.cluster.barrier", [], [], {"kind": "arrive_relaxed" if relaxed else "arrive"})
 
 
 @builtin
@@ -121,7 +126,8 @@ def cluster_wait(*, _ctx):
 
 
 @builtin
-def cluster_sync(*, _ctx):
-    """Arrive and wait: every thread of every CTA in the cluster meets here."""
-    cluster_arrive(_ctx=_ctx)
+def cluster_sync(relaxed=False, *, _ctx):
+    """Arrive (``relaxed``: see ``cluster_arrive``) and wait: every thread of every CTA in the cluster meets
+    here."""
+    cluster_arrive(relaxed, _ctx=_ctx)
     cluster_wait(_ctx=_ctx)

@@ -35,6 +35,7 @@ def _setmaxnreg(lw, op):
 
 @lowering("nv.cluster.barrier")
 def _cluster_barrier(lw, op):
-    kind = op.attrs["kind"]
-    text = "barrier.cluster.arrive.release.aligned;" if kind == "arrive" else "barrier.cluster.wait.acquire.aligned;"
+    text = {"arrive": "barrier.cluster.arrive.release.aligned;",
+            "arrive_relaxed": "barrier.cluster.arrive.relaxed.aligned;",
+            "wait": "barrier.cluster.wait.acquire.aligned;"}[op.attrs["kind"]]
     convergent_asm(lw, text, _MEM, (), (), side_effects=True)

@@ -18,6 +18,7 @@ DEFINITIONS = define_ops(
     OpDef("nv.setmaxnreg", 0, 0, False, one_of("action", ("inc", "dec")),
           (Attr("action", (str,)), Attr("count", (int,))), convergent=True,
           doc="setmaxnreg.{action}.sync.aligned.u32 count", **_RW),
-    OpDef("nv.cluster.barrier", 0, 0, False, one_of("kind", ("arrive", "wait")), (Attr("kind", (str,)),),
-          convergent=True, doc="barrier.cluster.arrive.release / wait.acquire", **_RW),
+    OpDef("nv.cluster.barrier", 0, 0, False, one_of("kind", ("arrive", "arrive_relaxed", "wait")),
+          (Attr("kind", (str,)),), convergent=True,
+          doc="barrier.cluster.arrive.release / arrive.relaxed / wait.acquire", **_RW),
 )
