@@ -1322,12 +1322,7 @@ def prepare(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=Non
     counters = stream_scratch("hopper_gemm.counters", fixup_tiles * config.consumers, "i32", device, on)
     # constexprs positionally: the JIT's fast path
     constexprs = config.constexprs(dtype, ka_mn, kb_mn)
-    gemm = hopper_gemm[grid, config.threads]
-    if config.cluster is not None:
-        cluster = config.cluster
-
-        def gemm(*args, stream=None):       # noqa: F811 (clusters need the full launch form)
-            hopper_gemm.launch(*args, grid=grid, block=config.threads, cluster=cluster, stream=stream)
+    gemm = hopper_gemm[grid, config.threads, config.cluster]      # (cluster None: a plain launch)
     if autotune:
         tuned = autotuner(config)[grid]
         fixed = dict(zip(("C_BUFS", "A_MN", "B_MN", "DTYPE", "TN", "CONSUMERS", "DIRECT", "FIXUP", "CLUSTER_M",

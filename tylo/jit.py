@@ -126,17 +126,18 @@ def _ctype(t):
 
 
 class _Bound:
-    """``kernel[grid, block]``: remembers the launch geometry for one call."""
+    """``kernel[grid, block]`` or ``kernel[grid, block, cluster]``: remembers the launch geometry for one call."""
 
-    __slots__ = ("kernel", "grid", "block")
+    __slots__ = ("kernel", "grid", "block", "cluster")
 
-    def __init__(self, kernel, grid, block):
+    def __init__(self, kernel, grid, block, cluster=None):
         self.kernel = kernel
         self.grid = grid
         self.block = block
+        self.cluster = cluster
 
     def __call__(self, *args, stream=None, **kwargs):
-        return self.kernel._launch(self.grid, self.block, None, stream, args, kwargs)
+        return self.kernel._launch(self.grid, self.block, self.cluster, stream, args, kwargs)
 
 
 def _dim3(x, what: str):
@@ -156,7 +157,8 @@ def _dim3(x, what: str):
 
 
 class JITFunction:
-    """A kernel: call as ``kernel[grid, block](*args, stream=None)`` or ``kernel.launch(...)``."""
+    """A kernel: call as ``kernel[grid, block](*args, stream=None)`` (``kernel[grid, block, cluster]`` for
+    thread-block clusters, sm_90+) or ``kernel.launch(...)``."""
 
     def __init__(self, fn, *, options: dict | None = None):
         self.fn = fn
@@ -207,12 +209,14 @@ class JITFunction:
     def __getitem__(self, config):
         bound = self._bound_cache.get(config)
         if bound is None:
-            if not isinstance(config, tuple) or len(config) != 2:
-                raise TypeError(f"use {self.__name__}[grid, block](...): grid and block are ints or tuples")
+            if not isinstance(config, tuple) or len(config) not in (2, 3):
+                raise TypeError(f"use {self.__name__}[grid, block](...) or {self.__name__}[grid, block, cluster]"
+                                f"(...): grid and block (and cluster) are ints or tuples")
             grid, block = _dim3(config[0], "grid"), _dim3(config[1], "block")
+            cluster = _dim3(config[2], "cluster") if len(config) == 3 and config[2] is not None else None
             dispatcher = self._native_dispatcher()
-            bound = (_Bound(self, grid, block) if dispatcher is None
-                     else self._native.Bound(dispatcher, grid, block, self))
+            bound = (_Bound(self, grid, block, cluster) if dispatcher is None
+                     else self._native.Bound(dispatcher, grid, block, self, cluster))
             if len(self._bound_cache) < 256:
                 self._bound_cache[config] = bound
         return bound

@@ -408,6 +408,42 @@ def test_hits_do_not_run_the_python_path(mod, rec, monkeypatch):
     assert rec.rec_stream() == 0
 
 
+@pytest.mark.parametrize("use_native", [True, False], ids=["c-bound", "python-bound"])
+def test_cluster_subscript_launches_through_launch_ex(mod, rec, monkeypatch, use_native):
+    """``kernel[grid, block, cluster]``: cluster launches (cuLaunchKernelEx with the cluster attribute) on
+    the fast path, in C where the native launcher is loaded (a hit runs no Python), as ``kernel.launch(...,
+    cluster=)`` does; the plain subscript stays a cuLaunchKernel."""
+    h = Harness(saxpy, mod, rec, monkeypatch, use_native=use_native)
+    out, x = device_array(0x7F00_0000_0000), device_array(0x7F00_0000_1000)
+    launch = h.kernel[4, 128, (2, 1)]
+    assert type(launch).__name__ == ("Bound" if use_native else "_Bound") and launch.cluster == (2, 1, 1)
+    assert h.kernel[4, 128, None].cluster is None
+    args = (out, x, 100, 1.5, True, 3)
+    launch(*args)                                   # the first call compiles through the Python path
+    first = h.slow_calls
+    slow = h.kernel._launchers[h.key_of((128, 1, 1), args)]
+    slow = getattr(slow, "slow", slow)
+    set_layout(rec, slow)
+    before = rec.rec_calls()
+    launch(out, x, 200, 2.5, False, 3, stream=7)
+    assert rec.rec_calls() == before + 1
+    if use_native:
+        assert h.slow_calls == first                # a hit stays in C
+    config = ctypes.string_at(rec.rec_config(), 56 + 72)
+    assert struct.unpack_from("<7I", config) == (4, 1, 1, 128, 1, 1, 0) and rec.rec_stream() == 7
+    assert struct.unpack_from("<I", config, 56)[0] == 4          # CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION
+    assert struct.unpack_from("<3I", config, 64) == (2, 1, 1)
+    slow.pack((out.ptr, x.ptr, 200, 2.5, False))
+    assert recorded_params(rec, slow) == slow.param_buffer()
+    # the full form and the subscript record the same configuration
+    h.kernel.launch(out, x, 200, 2.5, False, 3, grid=4, block=128, cluster=2, stream=7)
+    assert ctypes.string_at(rec.rec_config(), 56 + 72)[48:] == config[48:]
+    with pytest.raises(ValueError, match="cluster"):
+        h.kernel[4, 128, (0, 1, 1)]
+    with pytest.raises(TypeError, match=r"\[grid, block, cluster\]"):
+        h.kernel[4, 128, 2, 1]
+
+
 def test_annotated_parameters_and_errors_name_the_argument(mod, rec, monkeypatch):
     h = Harness(typed, mod, rec, monkeypatch, use_native=True)
     out, x = device_array(0x7F00_0000_0000), device_array(0x7F00_0000_1000)

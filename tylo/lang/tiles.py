@@ -584,8 +584,8 @@ def store_remote(dst, frag, bar, rank, *, _ctx) -> None:
     ``st.async ... mbarrier::complete_tx::bytes``: when it lands, the bytes count off that CTA's barrier,
     so its threads wait for the data as for a TMA load (``mbarrier_arrive_expect_tx`` of the total, then
     ``mbarrier_wait``). 32-bit elements (f32, i32, u32). Nothing orders the stores for this thread; the
-    receiver's barrier is the only completion, and the sender must not exit before it completes (a
-    ``cluster_sync`` before exit, as for multicast)."""
+    receiver's barrier is the only completion. The values leave with the instruction (registers), so the
+    sender may exit at once; the receiver must not exit before the stores land (its wait keeps it)."""
     if _ctx.sm < 90:
         raise LangError(f"store_remote needs sm_90 or newer (target {_ctx.arch})")
     if not isinstance(dst, Tile) or dst.space != "shared":

@@ -867,7 +867,8 @@ typedef struct {
     PyObject_HEAD
     PyObject *dispatcher;
     PyObject *grid, *block, *kernel;   /* the 3-tuples as _Bound has them; the JITFunction */
-    unsigned dims[6];
+    PyObject *cluster;                 /* the cluster 3-tuple, or None (a plain cuLaunchKernel) */
+    unsigned dims[6], cluster_dims[3];
 } Bound;
 
 static PyObject *Bound_type;
@@ -879,6 +880,7 @@ static int Bound_traverse(PyObject *op, visitproc visit, void *arg) {
     Py_VISIT(self->grid);
     Py_VISIT(self->block);
     Py_VISIT(self->kernel);
+    Py_VISIT(self->cluster);
     return 0;
 }
 
@@ -888,6 +890,7 @@ static int Bound_clear(PyObject *op) {
     Py_CLEAR(self->grid);
     Py_CLEAR(self->block);
     Py_CLEAR(self->kernel);
+    Py_CLEAR(self->cluster);
     return 0;
 }
 
@@ -901,26 +904,33 @@ static void Bound_dealloc(PyObject *op) {
 }
 
 static PyObject *Bound_new(PyTypeObject *tp, PyObject *args, PyObject *kwargs) {
-    PyObject *dispatcher, *grid, *block, *kernel;
+    PyObject *dispatcher, *grid, *block, *kernel, *cluster = Py_None;
     if (kwargs && PyDict_Size(kwargs)) {
         PyErr_SetString(PyExc_TypeError, "Bound takes positional arguments only");
         return NULL;
     }
-    if (!PyArg_ParseTuple(args, "O!O!O!O", (PyTypeObject *)Dispatcher_type, &dispatcher, &PyTuple_Type, &grid,
-                          &PyTuple_Type, &block, &kernel))
+    if (!PyArg_ParseTuple(args, "O!O!O!O|O", (PyTypeObject *)Dispatcher_type, &dispatcher, &PyTuple_Type, &grid,
+                          &PyTuple_Type, &block, &kernel, &cluster))
         return NULL;
-    if (PyTuple_Size(grid) != 3 || PyTuple_Size(block) != 3) {
-        PyErr_SetString(PyExc_ValueError, "grid and block must be 3-tuples");
+    if (PyTuple_Size(grid) != 3 || PyTuple_Size(block) != 3 ||
+        (cluster != Py_None && (!PyTuple_Check(cluster) || PyTuple_Size(cluster) != 3))) {
+        PyErr_SetString(PyExc_ValueError, "grid, block and cluster (or None) must be 3-tuples");
         return NULL;
     }
-    unsigned dims[6];
+    unsigned dims[6], cluster_dims[3] = {0, 0, 0};
     for (int i = 0; i < 6; i++)
         if (parse_dim(PyTuple_GetItem(i < 3 ? grid : block, i % 3), &dims[i], i < 3 ? "grid" : "block") < 0)
             return NULL;
+    if (cluster != Py_None)
+        for (int i = 0; i < 3; i++)
+            if (parse_dim(PyTuple_GetItem(cluster, i), &cluster_dims[i], "cluster") < 0)
+                return NULL;
     allocfunc alloc = (allocfunc)PyType_GetSlot(tp, Py_tp_alloc);
     Bound *self = (Bound *)alloc(tp, 0);
     if (!self) return NULL;
     memcpy(self->dims, dims, sizeof dims);
+    memcpy(self->cluster_dims, cluster_dims, sizeof cluster_dims);
+    Py_INCREF(cluster); self->cluster = cluster;
     Py_INCREF(dispatcher); self->dispatcher = dispatcher;
     Py_INCREF(grid); self->grid = grid;
     Py_INCREF(block); self->block = block;
@@ -932,7 +942,7 @@ static PyObject *slow_path(Bound *b, PyObject *args, PyObject *stream, PyObject 
     Dispatcher *d = (Dispatcher *)b->dispatcher;
     PyObject *kw = kwargs ? kwargs : PyDict_New();
     if (!kw) return NULL;
-    PyObject *r = PyObject_CallFunction(d->slow_launch, "OOOOOO", b->grid, b->block, Py_None, stream, args, kw);
+    PyObject *r = PyObject_CallFunction(d->slow_launch, "OOOOOO", b->grid, b->block, b->cluster, stream, args, kw);
     if (!kwargs) Py_DECREF(kw);
     return r;
 }
@@ -1069,7 +1079,8 @@ static PyObject *Bound_call(PyObject *op, PyObject *args, PyObject *kwargs) {
         result = slow_path(b, args, stream, NULL);       /* stream objects: the Python resolver */
         goto done;
     }
-    int rc = do_launch((Launcher *)launcher, b->dims, NULL, handle, values, nvalues);
+    int rc = do_launch((Launcher *)launcher, b->dims, b->cluster == Py_None ? NULL : b->cluster_dims, handle, values,
+                       nvalues);
     if (rc == 0) {
         Py_INCREF(Py_None);
         result = Py_None;
@@ -1087,11 +1098,13 @@ done:
 static PyObject *Bound_get_grid(PyObject *op, void *c) { (void)c; PyObject *v = ((Bound *)op)->grid; Py_INCREF(v); return v; }
 static PyObject *Bound_get_block(PyObject *op, void *c) { (void)c; PyObject *v = ((Bound *)op)->block; Py_INCREF(v); return v; }
 static PyObject *Bound_get_kernel(PyObject *op, void *c) { (void)c; PyObject *v = ((Bound *)op)->kernel; Py_INCREF(v); return v; }
+static PyObject *Bound_get_cluster(PyObject *op, void *c) { (void)c; PyObject *v = ((Bound *)op)->cluster; Py_INCREF(v); return v; }
 
 static PyGetSetDef Bound_getset[] = {
     {"grid", Bound_get_grid, NULL, "the launch grid (x, y, z)", NULL},
     {"block", Bound_get_block, NULL, "the block shape (x, y, z)", NULL},
     {"kernel", Bound_get_kernel, NULL, "the JITFunction", NULL},
+    {"cluster", Bound_get_cluster, NULL, "the cluster shape (x, y, z), or None", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
