@@ -6,7 +6,8 @@ function compiled here), for the native launcher and the ctypes path side by sid
 Measures ``kernel[grid, block](*args)`` for a hit: argument binding, classification, the
 dependency check, the specialisation lookup, packing the parameters and the call of the launch
 function. Arguments: two tylo DeviceArrays (fake pointers), an int and a float; then the same
-with three TMA-binding-like frozen blobs and eight constexprs, the shape of a GEMM launch;
+with three TMA-binding-like frozen blobs and eight constexprs, the shape of a GEMM launch, also in 2 x 1
+clusters (``kernel[grid, block, cluster]``, and the full ``kernel.launch(..., cluster=)`` form);
 ``--gemm``: examples/hopper_gemm.launch itself (compiled here for sm_90a; TMA encoding faked).
 Prints medians over repeats, in microseconds.
 """
@@ -107,13 +108,16 @@ def timed(call, batch, repeat):
     return statistics.median(times), min(times)
 
 
-def measure(lib, fn, args, grid, block, batch, repeat):
+def measure(lib, fn, args, grid, block, batch, repeat, cluster=None, full_form=False):
     rows = {}
     for path in ("ctypes", "native"):
         kernel = tylo.jit(arch="sm_80")(fn)
         if path == "ctypes":
             kernel._native_tried = True  # the Python _Bound and the ctypes Launcher
-        launch = kernel[grid, block]
+        launch = kernel[grid, block] if cluster is None else kernel[grid, block, cluster]
+        if full_form:
+            def launch(*a, kernel=kernel):
+                kernel.launch(*a, grid=grid, block=block, cluster=cluster)
         ck = compile_offline(kernel, args, tuple(block))
         slow, fast = fake_launchers(lib, ck.param_ctypes)
         if path == "native" and fast is None:
@@ -122,16 +126,22 @@ def measure(lib, fn, args, grid, block, batch, repeat):
         kernel._launchers[next(iter(kernel._kernels))] = slow if path == "ctypes" else fast
         kernel._classifiers = [None] * kernel._nparams
         launch(*args)
-        if path == "native":
+        if path == "native" and not full_form:
             assert type(launch).__name__ == "Bound"
         rows[path] = timed(lambda: launch(*args), batch, repeat)
     return rows
 
 
-def gemm_host_path(lib, batch, repeat):
-    """examples/hopper_gemm.launch for a cached 256^3 bf16 configuration, both paths: the TMA
-    descriptor encoding and the SM count faked (driver calls), the launch a no-op, the kernels
-    compiled for sm_90a here (a few seconds)."""
+def fake_array(ptr, dtype):
+    a = DeviceArray.__new__(DeviceArray)
+    a.ptr, a.dtype_name = ptr, dtype
+    return a
+
+
+def gemm_host_path(lib, batch, repeat, M=256, N=256, K=256):
+    """examples/hopper_gemm.launch for a cached M x N x K bf16 configuration, both paths: the TMA
+    descriptor encoding, the SM count and the fixup's scratch faked (driver calls), the launch a no-op,
+    the kernels compiled for sm_90a here (a few seconds)."""
     import numpy as np
     from ml_dtypes import bfloat16
 
@@ -141,7 +151,9 @@ def gemm_host_path(lib, batch, repeat):
     from tylo.runtime import tma as rt_tma
 
     rt_tma.encode_tiled = lambda ptr, dtype, dims, strides, box, swizzle: bytes(128)
-    hg._SMS[:] = [132]
+    from tylo.runtime import driver
+    driver._SM_COUNTS[(0, False)] = 132
+    hg.stream_scratch = lambda name, elems, dtype, device, stream, zero=True: fake_array(0x7F0003000000, dtype)
     rows = {}
     for path in ("ctypes", "native"):
         def launcher(ck, path=path):
@@ -158,13 +170,13 @@ def gemm_host_path(lib, batch, repeat):
             k._launchers.clear()
         hg._PREPARED.clear()
         arrays = []
-        for shape, ptr in (((256, 256), 0x7F0000000000), ((256, 256), 0x7F0000100000), ((256, 256), 0x7F0000200000)):
+        for shape, ptr in (((M, N), 0x7F0000000000), ((M, K), 0x7F0001000000), ((K, N), 0x7F0002000000)):
             a = DeviceArray.__new__(DeviceArray)
             a.ptr, a.dtype_name, a.shape, a.device, a.dtype = ptr, "bf16", shape, 0, np.dtype(bfloat16)
             arrays.append(a)
         c, a, b = arrays
-        hg.launch(c, a, b, 256, 256, 256)
-        rows[path] = timed(lambda: hg.launch(c, a, b, 256, 256, 256), batch, repeat)
+        hg.launch(c, a, b, M, N, K)
+        rows[path] = timed(lambda: hg.launch(c, a, b, M, N, K), batch, repeat)
     return rows
 
 
@@ -176,23 +188,28 @@ def main(batch=5000, repeat=40):
     from tylo.lang import tma
     plans = [tma.TMATile(tylo.bf16, (128, 64)), tma.TMATile(tylo.bf16, (256, 64)), tma.TMATile(tylo.bf16, (128, 64))]
     blobs = [FrozenBlob(p, s) for s, p in enumerate(plans)]
+    gemm_args = (*blobs, out, 256, 512, 1024, 512, 1, 1, 4, 8, 2, False, False, 256, 2, False)
     cases = [
         ("vector add: 2 arrays, int, float", saxpy, (out, x, 1000, 1.5), (8, 1, 1), (128, 1, 1)),
-        ("GEMM-like: 3 blobs, array, 6 ints, 8 constexprs", gemm_like,
-         (*blobs, out, 256, 512, 1024, 512, 1, 1, 4, 8, 2, False, False, 256, 2, False), (132, 1, 1), (384, 1, 1)),
+        ("GEMM-like: 3 blobs, array, 6 ints, 8 constexprs", gemm_like, gemm_args, (132, 1, 1), (384, 1, 1)),
     ]
     state = "loaded" if native.load() is not None else f"NOT loaded: {native.status()}"
     print(f"native launcher {state}")
     print(f"{'case':<52} {'ctypes path us':>15} {'native us':>10} {'ratio':>6}")
-    for name, fn, args, grid, block in cases:
-        rows = measure(lib, fn, args, grid, block, batch, repeat)
+    for name, fn, args, grid, block, *cluster in cases + [
+            ("GEMM-like, 2 x 1 clusters: kernel[grid, block, cluster]", gemm_like, gemm_args, (132, 1, 1),
+             (384, 1, 1), (2, 1, 1), False),
+            ("GEMM-like, 2 x 1 clusters: kernel.launch(cluster=)", gemm_like, gemm_args, (132, 1, 1), (384, 1, 1),
+             (2, 1, 1), True)]:
+        rows = measure(lib, fn, args, grid, block, batch, repeat, *cluster)
         c, n = rows["ctypes"], rows["native"]
         ratio = f"{c[0] / n[0]:>5.1f}x" if n else "   -"
         print(f"{name:<52} {c[0]:>15.3f} {n[0] if n else float('nan'):>10.3f} {ratio}")
     if "--gemm" in sys.argv:
-        rows = gemm_host_path(lib, batch // 5, repeat)
-        c, n = rows["ctypes"], rows["native"]
-        print(f"{'hopper_gemm.launch 256^3 bf16 (cached)':<52} {c[0]:>15.3f} {n[0]:>10.3f} {c[0] / n[0]:>5.1f}x")
+        for name, shape in (("256^3", (256, 256, 256)), ("1x4096x4096, split-K cluster", (1, 4096, 4096))):
+            rows = gemm_host_path(lib, batch // 5, repeat, *shape)
+            c, n = rows["ctypes"], rows["native"]
+            print(f"{f'hopper_gemm.launch {name}':<52} {c[0]:>15.3f} {n[0]:>10.3f} {c[0] / n[0]:>5.1f}x")
 
 
 if __name__ == "__main__":
