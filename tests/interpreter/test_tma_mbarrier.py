@@ -326,3 +326,36 @@ def test_fence_mbarrier_init_with_a_relaxed_cluster_arrival_orders_the_init():
     # without the fence the relaxed arrival publishes nothing: the init is not ordered before warp 1's arrival
     with pytest.raises(HazardError, match="mbarrier not initialised"):
         relaxed_init.launch(np.zeros(2, np.int32), False, grid=2, block=64, cluster=2)
+
+
+@tylo.jit(interpret=True)
+def remote_signal(out, WAIT: tylo.constexpr):
+    # rank 1 arrives on rank 0's barrier; rank 0 waits for it (WAIT) or exits at once
+    bar = tylo.shared_array(tylo.u64, (1,), align=8)
+    tid = tylo.thread_idx.x
+    rank = mb.cluster_ctarank()
+    if tid == 0:
+        mb.mbarrier_init(bar.ptr, 1)
+        mb.fence_mbarrier_init()
+    mb.cluster_sync(relaxed=True)
+    if rank == 1:
+        if tid == 0:
+            mb.mbarrier_arrive_cluster(bar.ptr, 0)
+    elif WAIT:
+        mb.mbarrier_wait(bar.ptr, 0)
+    if tid == 0:
+        out[rank] = 1
+
+
+def test_a_remote_access_to_an_exited_cta_is_a_hazard(monkeypatch):
+    # a CTA's shared memory is gone once all its threads return (on the GPU another CTA may own it): a
+    # peer's arrival must be one the CTA waits for, unless a cluster barrier keeps every CTA alive
+    for seed in range(4):
+        monkeypatch.setenv("TYLO_INTERPRET_SEED", str(seed))
+        out = np.zeros(2, np.int32)
+        remote_signal.launch(out, True, grid=2, block=32, cluster=2)
+        assert out.tolist() == [1, 1]
+    with pytest.raises(HazardError, match="remote access to an exited CTA"):
+        for seed in range(8):       # some interleaving runs rank 0 to its end before rank 1 arrives
+            monkeypatch.setenv("TYLO_INTERPRET_SEED", str(seed))
+            remote_signal.launch(np.zeros(2, np.int32), False, grid=2, block=32, cluster=2)
