@@ -616,12 +616,18 @@ def test_no_reference_leaks(mod, rec, monkeypatch):
     out = device_array(0x7F00_0000_0000)
     n = 1000 + 2**20                     # not a small cached int
     launch = h.kernel[2, 32]
+    clustered = h.kernel[2, 32, 2]
+    cluster = clustered.cluster
     launch(blob, out, n, 2)
     launch(blob, out, n, 2)              # the first launch in C remembers the blob (one reference)
-    counts = [sys.getrefcount(o) for o in (blob, out, n, blob.data)]
+    clustered(blob, out, n, 2)
+    counts = [sys.getrefcount(o) for o in (blob, out, n, blob.data, cluster)]
     for _ in range(1000):
         launch(blob, out, n, 2)
         launch(blob, out, n, 2, stream=3)
+        clustered(blob, out, n, 2)
         with pytest.raises(TypeError):
             launch(blob, "out", n, 2)
-    assert [sys.getrefcount(o) for o in (blob, out, n, blob.data)] == counts
+        with pytest.raises(TypeError):
+            clustered(blob, "out", n, 2)
+    assert [sys.getrefcount(o) for o in (blob, out, n, blob.data, cluster)] == counts
