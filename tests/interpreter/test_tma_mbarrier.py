@@ -302,6 +302,16 @@ def test_cluster_arrive_ptx(relaxed, arrive):
     assert ck.ptx.count("barrier.cluster.wait.acquire.aligned;") == 1
 
 
+def test_relaxed_must_be_a_compile_time_bool():
+    @tylo.jit
+    def runtime_relaxed(n):
+        mb.cluster_sync(relaxed=n > 0)
+
+    with pytest.raises(tylo.CompileError, match="relaxed must be a compile-time bool") as err:
+        runtime_relaxed.compile(signature=["i32"], arch="sm_90a")
+    assert "test_tma_mbarrier.py" in str(err.value)
+
+
 @tylo.jit(interpret=True)
 def relaxed_init(out, FENCE: tylo.constexpr):
     bar = tylo.shared_array(tylo.u64, (1,), align=8)
