@@ -193,6 +193,7 @@ class Thread:
         self.clock = None
         self.fenced = -1              # epoch of the last fence.proxy.async
         self.init_fenced = -1         # epoch of the last fence ordering mbarrier.init for the async proxy
+        self.init_release = None      # (clock, seen) a fence.mbarrier_init released, until a cluster arrival
         self.bulk_groups: list = []   # committed TMA store groups, oldest first
         self.bulk_open: list = []     # TMA stores issued since the last commit
         self.observed: dict = {}      # id(mbarrier) -> the last phase this thread's wait observed

@@ -47,9 +47,10 @@ def join_clocks(threads, released=(), silent=()) -> None:
     if not threads:
         return
     sources = [th.clock for th in threads if th not in silent] + [c for c, _ in released]
+    joined = np.maximum.reduce(sources) if sources else None      # once: a cluster has hundreds of threads
     seen = set().union(*(th.seen for th in threads if th not in silent), *(s for _, s in released))
     for th in threads:
-        th.clock = np.maximum.reduce(sources + [th.clock])
+        th.clock = th.clock.copy() if joined is None else np.maximum(joined, th.clock)
         th.clock[th.index] += 1
         th.seen = seen | th.seen
 

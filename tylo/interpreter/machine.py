@@ -106,10 +106,14 @@ class Machine:
         self.blobs = {}              # generic address -> host object (TMA bindings)
         self._bases = {}
         self.ctas = []
-        self.cluster_arrived = set()
-        self.cluster_relaxed = set()     # threads that arrived .relaxed: they publish nothing ...
-        self.cluster_released = []       # ... but what their fence.mbarrier_init released
+        self.open_cluster_phase()
         self.cluster_phase = 0
+
+    def open_cluster_phase(self):
+        """No thread has arrived at the cluster barrier's current phase."""
+        self.cluster_arrived = set()
+        self.cluster_relaxed = set()     # those that arrived .relaxed: they publish nothing ...
+        self.cluster_released = []       # ... but what their fence.mbarrier_init released
 
     # -- addresses and memory ------------------------------------------------------------------
     def address_of(self, buffer) -> int:
@@ -205,11 +209,9 @@ class Machine:
         reply = [None] * n
         started = [False] * n
         done = [False] * n
-        self.cluster_arrived = set()
-        self.cluster_relaxed = set()     # threads that arrived .relaxed: they publish nothing ...
-        self.cluster_released = []       # ... but what their fence.mbarrier_init released
-        for cta in {th.cta for th in threads}:
-            cta.running = sum(1 for th in threads if th.cta is cta)
+        self.open_cluster_phase()
+        for cta in self.ctas:
+            cta.running = len(cta.threads)
         rng = self.rng
         # warps are what the hardware schedules: a delayed warp sleeps a few rounds, all lanes together
         warp_of = [(th.cta.rank, th.linear // 32) for th in threads]
@@ -329,9 +331,7 @@ class Machine:
         live = [i for i in range(n) if not done[i]]
         if self.cluster_arrived and all(threads[i] in self.cluster_arrived for i in live):
             join_clocks(list(self.cluster_arrived), self.cluster_released, silent=self.cluster_relaxed)
-            self.cluster_arrived = set()
-            self.cluster_relaxed = set()
-            self.cluster_released = []
+            self.open_cluster_phase()
             self.cluster_phase += 1
             served = True
         return served

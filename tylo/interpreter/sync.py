@@ -51,7 +51,7 @@ def _cluster_barrier(th, op, ins, t):
         m.cluster_arrived.add(th)
         if op.attrs["kind"] == "arrive_relaxed":
             m.cluster_relaxed.add(th)
-            if getattr(th, "init_release", None) is not None:      # a fence.mbarrier_init before it
+            if th.init_release is not None:      # a fence.mbarrier_init before it
                 m.cluster_released.append(th.init_release)
         th.init_release = None
         return None
