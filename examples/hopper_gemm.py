@@ -877,6 +877,12 @@ L2_LATENCY_S = 0.3e-6           # one round of the fixup's partial loads (a load
 # each partial the last arriver sums costs this past its bytes and L2 rounds: fitted to one pair (1x1024x8192
 # measured 16 splits of 128 x 8 at 9.8 us, 8 of 64 x 8 at 8.1); only 0.06-0.07 us keeps every pinned order
 PARTIAL_S = 0.065e-6
+# a split-K run as one cluster (split_cluster) sums its partials in shared memory instead of through the global
+# fixup: measured, same configuration and run, 0.4-1.2 us less (sessions 9 and 15: 1x4096x4096, 7x1000x3000,
+# 1x1024x8192, 1x4096x14336, 16x4096x14336, 64x4096x14336; 16x1024x8192 level) before session 17 took the cluster
+# barriers' release arrivals out (0.5-0.6 us more on those kernels); with it finish_config can weigh another split
+# count as a cluster against the pick's (fp8 1x4096x4096 128 x 8 split 3 as a cluster 7.0 us against split 4 7.4)
+SPLIT_CLUSTER_SAVING_S = 1.0e-6
 NEAR_TIE, NEAR_TIE_FIXUP = 0.97, 0.94     # choose_config's charge on candidates other than the default
 # and a further charge on the FITTED_WIDTHS, which the model overrates where a power-of-two width is near: session 13
 # (validation.md runs 6-7), 64x4096x4096 64 x 96 split 3 11.5 us against 64 x 64 split-2 cluster's 10.6, 16x1024x8192
@@ -933,7 +939,8 @@ def estimate_seconds(cfg, M, N, K, itemsize, sms):
         jobs_in_wave = min(plan.job_slots, plan.dp_tiles - wave * plan.job_slots)
         t += max(plan.ktiles * step + UNIT_OVERHEAD_S, jobs_in_wave * hbm_per_tile)
     if plan.workers:
-        jobs = -(-plan.workers // plan.grid)                  # workers per CTA
+        # workers per CTA; a split_cluster grid is one CTA per worker, of which ``resident_ctas`` run at once
+        jobs = -(-plan.workers // (resident_ctas(cfg, sms) if cfg.split_cluster else plan.grid))
         share = -(-plan.sk_iters // plan.workers)             # K steps per worker
         per_tile = min(-(-plan.ktiles // max(1, plan.sk_iters // plan.workers)) + 1, plan.workers)
         cut = 1 if cfg.split_k > 1 else 2                     # a stream-K worker's first and last pieces
@@ -946,12 +953,17 @@ def estimate_seconds(cfg, M, N, K, itemsize, sms):
         # own: after the streaming, whether the SMs or HBM bound it (not hidden under the HBM bound)
         reduction = per_tile * (tile_bytes / REDUCTION_BYTES_S + PARTIAL_S) + loads * L2_LATENCY_S
         t += max(jobs * share * step + pieces * UNIT_OVERHEAD_S + stores, plan.cut_tiles * hbm_per_tile) + reduction
-    t += LAUNCH_S
+    t += LAUNCH_S - (SPLIT_CLUSTER_SAVING_S if cfg.split_cluster else 0.0)
     if cfg.direct:
         t += mk * nk / DIRECT_STORES_S
     else:       # the TMA epilogue's staging, fence, barrier and store of each of the busiest CTA's jobs
         t += TMA_EPILOGUE_S * -(-(plan.dp_tiles + plan.workers) // max(plan.job_slots, 1))
     return t
+
+
+def resident_ctas(cfg, sms):
+    """CTAs of ``cfg``'s kernel the GPU runs at once: one per SM, two where two fit in an SM's shared memory."""
+    return sms * (2 if 2 * (cfg.shared_bytes + SM_RESERVED_SHARED) <= SM_SHARED_BYTES else 1)
 
 
 # tile widths fitted to shapes between the powers of two: stored through the TMA epilogue in 64 x 16 or 64 x 32 boxes
@@ -1088,11 +1100,29 @@ def finish_config(best, M, N, K, dtype=tylo.bf16, sms=132, a_k_major=True, b_k_m
             same = False
         if same:
             best = plain     # no full wave before the tail: the plain split, named as such
-    if best.split_k > 1 and split_cluster_pays(best, kernel_operands(best, M, N)[0]):    # bf16 and fp8 alike
-        clustered = replace(best, split_cluster=True)
-        if refusal(clustered, N, not a_k_major, not b_k_major) is None:
-            best = clustered
+    if best.split_k > 1:
+        best = split_as_cluster(best, M, N, K, dtype, sms, a_k_major, b_k_major)
     return best
+
+
+def split_as_cluster(best, M, N, K, dtype, sms, a_k_major, b_k_major):
+    """The split-K pick ``best`` or, where ``split_cluster_pays``, its tile at some split count run as one cluster
+    (bf16 and fp8 alike): the least estimate among them. The cluster form of the pick's own split is always
+    cheaper (``SPLIT_CLUSTER_SAVING_S``); another count can be too where the pick's does not pay as a cluster (fp8
+    1x4096x4096: 128 x 8 split 4 through the fixup 7.3 us, split 3 as a cluster 6.4). Another split count is
+    charged ``NEAR_TIE``, as ``choose_config`` charges every candidate but its default: 7x1000x3000 64 x 8 swap-AB
+    split 7 as a cluster, estimated 1% faster than split 6, measured 1-11% slower (session 18)."""
+    mk = kernel_operands(best, M, N)[0]
+    options = [(estimate_seconds(best, M, N, K, dtype.itemsize, sms), best)]
+    for split in range(2, MAX_CLUSTER + 1):
+        plain = replace(best, split_k=split, split_tail=False)
+        if not split_cluster_pays(plain, mk) or k_steps(K, dtype.itemsize) < split:
+            continue
+        clustered = replace(plain, split_cluster=True)
+        if refusal(clustered, N, not a_k_major, not b_k_major) is None:
+            charge = 1.0 if split == best.split_k else NEAR_TIE
+            options.append((estimate_seconds(clustered, M, N, K, dtype.itemsize, sms) / charge, clustered))
+    return min(options, key=lambda option: option[0])[1]
 
 
 def split_cluster_pays(cfg, mk):
@@ -1106,7 +1136,7 @@ def split_cluster_pays(cfg, mk):
       split 6 and 8 gained up to 14% (7x1000x3000, 1x1024x8192), 64 x 16 split 4 and 8 lost 5-9%
       (16x4096x14336, 16x1024x8192), clusters of 4 and 8 CTAs that each fill an SM 1.7-1.8x.
     Also false where the ring cannot take the partials."""
-    two_per_sm = 2 * (cfg.shared_bytes + SM_RESERVED_SHARED) <= SM_SHARED_BYTES
+    two_per_sm = resident_ctas(cfg, 1) == 2
     if cfg.tn > 64 or not (cfg.swap_ab or mk <= cfg.tm):
         return False
     if not (cfg.split_k <= 3 or (two_per_sm and cfg.tn <= 8)):
