@@ -33,7 +33,8 @@ drift instead of charging it to whoever runs last (as benchmarks/gemm.py does).
 Tuning (``--tylo-variant``, repeatable): extra columns ``tylo:NAME`` run the same Hopper kernel with
 other settings for the point's (head_dim, causal): ``schedule`` (hopper_attention.SCHEDULE: static,
 dynamic or per_unit), ``tile`` (a TileConfig: BNxSTAGESxCONSUMERS, ``p`` for pingpong, e.g. 128x2x2p),
-``l2mb`` (L2_GROUP_BYTES in MiB), ``epilogue`` (EPILOGUE: tma or registers) and ``oinq`` (yes or no: the
+``l2mb`` (L2_GROUP_BYTES in MiB), ``epilogue`` (EPILOGUE: tma or registers), ``under`` and ``interleave``
+(SOFTMAX_UNDER_PV, INTERLEAVE_S_PV: yes or no) and ``oinq`` (yes or no: the
 point's tile, or ``tile``'s, with TileConfig.o_in_q: the TMA-store epilogue stages O in the Q buffer); a
 table of their ratios to cuDNN follows the main one.
 ``--libraries`` keeps only the named columns (cuDNN stays the reference when it runs).
@@ -179,7 +180,7 @@ def build_cases(head_dims=HEAD_DIMS, shapes=BATCH_SEQLENS, causal="both", quick=
     return cases
 
 
-VARIANT_KEYS = ("schedule", "tile", "l2mb", "epilogue", "oinq")
+VARIANT_KEYS = ("schedule", "tile", "l2mb", "epilogue", "oinq", "under", "interleave")
 
 
 def parse_variant(text: str) -> tuple:
@@ -201,9 +202,9 @@ def parse_variant(text: str) -> tuple:
             if value not in ("tma", "registers"):
                 raise argparse.ArgumentTypeError(f"{text!r}: epilogue is tma or registers, got {value!r}")
             settings[key] = value
-        elif key == "oinq":
+        elif key in ("oinq", "under", "interleave"):
             if value not in ("yes", "no"):
-                raise argparse.ArgumentTypeError(f"{text!r}: oinq is yes or no, got {value!r}")
+                raise argparse.ArgumentTypeError(f"{text!r}: {key} is yes or no, got {value!r}")
             settings[key] = value == "yes"
         elif key == "tile":
             pingpong = value.endswith("p")
@@ -512,7 +513,8 @@ def variant_runner(hopper, settings: dict):
 
     def run(q, k, v, causal):
         key = (q.shape[-1], causal)
-        saved = (hopper.SCHEDULE, hopper.TILE_OVERRIDES, hopper.L2_GROUP_BYTES, hopper._LAUNCHES, hopper.EPILOGUE)
+        saved = (hopper.SCHEDULE, hopper.TILE_OVERRIDES, hopper.L2_GROUP_BYTES, hopper._LAUNCHES, hopper.EPILOGUE,
+                 hopper.SOFTMAX_UNDER_PV, hopper.INTERLEAVE_S_PV)
         try:
             hopper.SCHEDULE = {**hopper.SCHEDULE, causal: settings.get("schedule", hopper.SCHEDULE[causal])}
             tile = hopper.TileConfig(*settings["tile"]) if "tile" in settings else None
@@ -524,10 +526,13 @@ def variant_runner(hopper, settings: dict):
             if "l2mb" in settings:
                 hopper.L2_GROUP_BYTES = int(settings["l2mb"] * (1 << 20))
             hopper.EPILOGUE = settings.get("epilogue", hopper.EPILOGUE)
+            hopper.SOFTMAX_UNDER_PV = settings.get("under", hopper.SOFTMAX_UNDER_PV)
+            hopper.INTERLEAVE_S_PV = settings.get("interleave", hopper.INTERLEAVE_S_PV)
             hopper._LAUNCHES = launches
             return hopper.attention(q, k, v, causal=causal)[0]
         finally:
-            hopper.SCHEDULE, hopper.TILE_OVERRIDES, hopper.L2_GROUP_BYTES, hopper._LAUNCHES, hopper.EPILOGUE = saved
+            (hopper.SCHEDULE, hopper.TILE_OVERRIDES, hopper.L2_GROUP_BYTES, hopper._LAUNCHES, hopper.EPILOGUE,
+             hopper.SOFTMAX_UNDER_PV, hopper.INTERLEAVE_S_PV) = saved
     return run
 
 

@@ -163,6 +163,12 @@ L2_GROUP_BYTES = 16 << 20     # K and V bytes of one group of (batch, head) pair
 # "tma": batched calls store O through shared memory and TMA where the staging fits (tma_store_fits);
 # "registers": every call stores O from registers (varlen calls always do)
 EPILOGUE = "tma"
+# the consumer loop's order (kernel constexprs of the same names; measured slower, so off: docs/attention.md, session
+# 18): SOFTMAX_UNDER_PV computes block j's softmax before the wait for block j - 1's P V (wait_mma(after=): ptxas
+# otherwise hoists that wait above the softmax); INTERLEAVE_S_PV issues S of block j and P V of block j - 1 in turns
+# as one group (mma_async_interleaved), then waits for both
+SOFTMAX_UNDER_PV = False
+INTERLEAVE_S_PV = False
 
 
 def threads(consumers):
@@ -328,7 +334,8 @@ def attention_fwd(o, lse, q_map, k_map, v_map, o_map, cu_q, cu_k, counter, heads
                   D: tylo.constexpr, CAUSAL: tylo.constexpr, BN: tylo.constexpr, STAGES: tylo.constexpr,
                   CONSUMERS: tylo.constexpr, DTYPE: tylo.constexpr, VARLEN: tylo.constexpr = False,
                   PINGPONG: tylo.constexpr = False, DYNAMIC: tylo.constexpr = False,
-                  TMA_STORE: tylo.constexpr = False, O_IN_Q: tylo.constexpr = False):
+                  TMA_STORE: tylo.constexpr = False, O_IN_Q: tylo.constexpr = False,
+                  SOFTMAX_UNDER_PV: tylo.constexpr = False, INTERLEAVE_S_PV: tylo.constexpr = False):
     """Work units are (Q tile, head, batch entry), ``num_m * heads * batch`` of them (``tile_of``); CTA ``x``
     starts with unit x. Static schedule: then x + grid, x + 2 grid, ... DYNAMIC: the producer takes each
     next unit from the global ``counter`` (``grid + atomic_add(counter[0], 1)``) and hands it to the
@@ -507,12 +514,21 @@ def attention_fwd(o, lse, q_map, k_map, v_map, o_map, cu_q, cu_k, counter, heads
                     if PINGPONG:
                         mb.named_barrier_sync(1 + cons, 256)
                     # S of block j, then P V of block j - 1: wait for S only, P V stays in flight
-                    s_pend = wg.mma_async(S_PLAN, q_op, k_operand(S_PLAN, k_map, k_s.ptr, s, BN, D),
-                                          tylo.zero_accumulator(S_PLAN))
-                    o_pend = wg.mma_async(PV_PLAN, pk, v_operand(PV_PLAN, v_map, v_s.ptr, sp, BN, D), acc)
+                    if INTERLEAVE_S_PV:
+                        # both products' instructions in turns, one group: two accumulator chains side by side
+                        s_pend, o_pend = wg.mma_async_interleaved(
+                            (S_PLAN, q_op, k_operand(S_PLAN, k_map, k_s.ptr, s, BN, D), tylo.zero_accumulator(S_PLAN)),
+                            (PV_PLAN, pk, v_operand(PV_PLAN, v_map, v_s.ptr, sp, BN, D), acc))
+                    else:
+                        s_pend = wg.mma_async(S_PLAN, q_op, k_operand(S_PLAN, k_map, k_s.ptr, s, BN, D),
+                                              tylo.zero_accumulator(S_PLAN))
+                        o_pend = wg.mma_async(PV_PLAN, pk, v_operand(PV_PLAN, v_map, v_s.ptr, sp, BN, D), acc)
                     if PINGPONG:
                         mb.named_barrier_arrive(2 - cons, 256)
-                    sc = wg.finish_mma(wg.wait_mma(s_pend, pending=1))
+                    if INTERLEAVE_S_PV:
+                        sc = wg.finish_mma(wg.wait_mma(s_pend))
+                    else:
+                        sc = wg.finish_mma(wg.wait_mma(s_pend, pending=1))
                     if lead:
                         mb.mbarrier_arrive(k_empty + s)
                         if not STAGE_IN_Q:
@@ -520,7 +536,12 @@ def attention_fwd(o, lse, q_map, k_map, v_map, o_map, cu_q, cu_k, counter, heads
                                 mb.mbarrier_arrive(q_empty)
                     sc = mask_block(sc, j * BN, seqlen_k, diag, wg_limit, BN, CAUSAL)
                     m, l, rescale, p = tylo.online_softmax_update_exp2(m, l, sc, scale_log2)
-                    acc = wg.finish_mma(wg.wait_mma(o_pend))      # P V of block j - 1 done: its P is dead
+                    # P V of block j - 1 done: its P is dead. SOFTMAX_UNDER_PV: the softmax (its row sums depend
+                    # on every weight) is computed before the wait, so it runs under that GEMM
+                    if SOFTMAX_UNDER_PV:
+                        acc = wg.finish_mma(wg.wait_mma(o_pend, after=l))
+                    else:
+                        acc = wg.finish_mma(wg.wait_mma(o_pend))
                     pk = tylo.pack(DTYPE, p)
                     if lead:
                         mb.mbarrier_arrive(v_empty + sp)
@@ -615,7 +636,8 @@ def constexprs(dtype, head_dim, causal, varlen=False, seqlen_k=None):
     tma_store = EPILOGUE == "tma" and not varlen and (cfg.o_in_q or tma_store_fits(cfg, head_dim, dtype.itemsize))
     return {"D": head_dim, "CAUSAL": causal, "BN": cfg.bn, "STAGES": cfg.stages, "CONSUMERS": cfg.consumers,
             "DTYPE": dtype, "VARLEN": varlen, "PINGPONG": cfg.pingpong, "DYNAMIC": SCHEDULE[causal] == "dynamic",
-            "TMA_STORE": tma_store, "O_IN_Q": cfg.o_in_q}
+            "TMA_STORE": tma_store, "O_IN_Q": cfg.o_in_q, "SOFTMAX_UNDER_PV": SOFTMAX_UNDER_PV,
+            "INTERLEAVE_S_PV": INTERLEAVE_S_PV}
 
 
 # every (head_dim, causal), the short-sequence tiles (seqlen_k = the class's longest) and D = 128's other key

@@ -284,7 +284,7 @@ def test_tylo_variants_parse_and_bad_ones_name_the_setting():
     assert args.libraries == ("tylo", "cudnn")
     for bad, match in (("x", "NAME=KEY:VALUE"), ("x=speed:1", "one of schedule"), ("x=schedule:lpt", "per_unit"),
                        ("x=tile:128x2", "BNxSTAGESxCONSUMERS"), ("x=epilogue:smem", "tma or registers"),
-                       ("x=oinq:1", "oinq is yes or no")):
+                       ("x=oinq:1", "oinq is yes or no"), ("x=under:1", "under is yes or no")):
         with pytest.raises(SystemExit):
             bench.parse_args(["--tylo-variant", bad])
         with pytest.raises(Exception, match=match):
@@ -299,6 +299,8 @@ def test_variant_runner_applies_settings_for_one_call_and_restores_them():
         TILE_OVERRIDES = {}
         L2_GROUP_BYTES = 1 << 24
         EPILOGUE = "tma"
+        SOFTMAX_UNDER_PV = False
+        INTERLEAVE_S_PV = False
         _LAUNCHES = {"mine": 1}
         TileConfig = staticmethod(lambda *a: a)
         seen = []
@@ -306,16 +308,17 @@ def test_variant_runner_applies_settings_for_one_call_and_restores_them():
         @classmethod
         def attention(cls, q, k, v, causal):
             cls.seen.append((dict(cls.SCHEDULE), dict(cls.TILE_OVERRIDES), cls.L2_GROUP_BYTES, cls._LAUNCHES,
-                             cls.EPILOGUE))
+                             cls.EPILOGUE, cls.SOFTMAX_UNDER_PV, cls.INTERLEAVE_S_PV))
             return ("o", "lse")
 
     class Q:
         shape = (1, 8, 2, 64)
     run = bench.variant_runner(FakeHopper, {"schedule": "per_unit", "tile": (128, 2, 3, False), "l2mb": 2,
-                                            "epilogue": "registers"})
+                                            "epilogue": "registers", "under": True, "interleave": True})
     assert run(Q(), None, None, True) == "o"
-    schedule, tiles, l2, launches, epilogue = FakeHopper.seen[0]
+    schedule, tiles, l2, launches, epilogue, under, interleave = FakeHopper.seen[0]
     assert epilogue == "registers" and FakeHopper.EPILOGUE == "tma"
+    assert under and interleave and not FakeHopper.SOFTMAX_UNDER_PV and not FakeHopper.INTERLEAVE_S_PV
     assert schedule == {False: "static", True: "per_unit"} and tiles == {(64, True): (128, 2, 3, False)}
     assert l2 == 2 << 20 and launches == {}
     assert FakeHopper.SCHEDULE == {False: "static", True: "dynamic"} and FakeHopper.TILE_OVERRIDES == {}
@@ -327,6 +330,7 @@ def test_oinq_variant_stages_o_in_q_on_the_points_own_tile():
     # with tile: that tile with o_in_q; the module's overrides are restored after the call
     import dataclasses
     assert bench.parse_variant("oq=oinq:yes") == ("oq", {"oinq": True})
+    assert bench.parse_variant("il=interleave:yes,under:no") == ("il", {"interleave": True, "under": False})
 
     @dataclasses.dataclass(frozen=True)
     class Tile:
@@ -341,6 +345,8 @@ def test_oinq_variant_stages_o_in_q_on_the_points_own_tile():
         TILE_OVERRIDES = {}
         L2_GROUP_BYTES = 1 << 24
         EPILOGUE = "tma"
+        SOFTMAX_UNDER_PV = False
+        INTERLEAVE_S_PV = False
         _LAUNCHES = {}
         TileConfig = Tile
         seen = []

@@ -215,6 +215,11 @@ def _deliver(x, i):
     return np.float32(x.token.result[rows[x.thread, x.index], cols[x.thread, x.index]])
 
 
+def _order_before_wait(machine, op, lanes, threads):
+    return {i: () for i in lanes}       # a scheduling constraint for ptxas: no effect on any value
+
+
+WARPGROUP_SEMANTICS.add("nv.wgmma.order_before_wait", _order_before_wait)
 WARPGROUP_SEMANTICS.add("nv.wgmma.fence", _fence)
 WARPGROUP_SEMANTICS.add("nv.wgmma.mma_async", _mma)
 WARPGROUP_SEMANTICS.add("nv.wgmma.mma_async_rs", _mma_rs)

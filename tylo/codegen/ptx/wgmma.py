@@ -7,6 +7,7 @@ on the results can be scheduled above a ``wait_group``.
 """
 from __future__ import annotations
 
+from ...ir import types as T
 from ..asm import convergent_asm
 from ..registry import lowering
 
@@ -41,6 +42,22 @@ def _commit(lw, op):
 @lowering("nv.wgmma.wait_group")
 def _wait(lw, op):
     _through(lw, op, f"wgmma.wait_group.sync.aligned {op.attrs['n']};")
+
+
+@lowering("nv.wgmma.order_before_wait")
+def _order_before_wait(lw, op):
+    """A store of the values' xor, predicated on a condition that is never true (``%nwarpid``, the SM's warp
+    slots, above 4096), which ptxas cannot prove: it keeps a store before a later ``wgmma.wait_group``, so the
+    instructions that compute the values stay before the wait too. Without it ptxas may hoist the wait above
+    independent work and serialise it after the groups (measured: the attention softmax ran after the P V
+    GEMM's wait). The store never executes; its address is never formed."""
+    n = len(op.operands)
+    body = "mov.b32 x, $0; " + "".join(f"mov.b32 t, ${i}; xor.b32 x, x, t; " for i in range(1, n))
+    template = ("{ .reg .pred q; .reg .b32 x, t, w; " + body +
+                "mov.u32 w, %nwarpid; setp.gt.u32 q, w, 4096; @q st.shared.b32 [w], x; }")
+    kinds = [("float", "f") if v.type == T.f32 else ("i32", "r") for v in op.operands]
+    convergent_asm(lw, template, ",".join([c for _, c in kinds] + ["~{memory}"]), (),
+                   [(t, lw.ref(v)) for (t, _), v in zip(kinds, op.operands)], side_effects=True)
 
 
 # tylo type names -> PTX type suffixes of wgmma

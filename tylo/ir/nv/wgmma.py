@@ -91,6 +91,15 @@ def _mma_rs_check(op):
     return accumulators_error(op, len(op.operands) - len(op.results))
 
 
+def _order_check(op):
+    if not op.operands:
+        return "no values to order"
+    for v in op.operands:
+        if v.type not in (T.f32, T.i32, T.u32):
+            return f"ordered values are 32-bit scalars, got {v.type}"
+    return None
+
+
 _INSTRUCTION = (Attr("shape", (tuple,)), Attr("dtype", (str,)), Attr("n", (int,)), Attr("immediates", (tuple,)))
 _CONV = dict(convergent=True, memory="read_write")
 
@@ -104,4 +113,7 @@ DEFINITIONS = define_ops(
     OpDef("nv.wgmma.commit_group", 0, 0, False, doc="wgmma.commit_group.sync.aligned", **_CONV),
     OpDef("nv.wgmma.wait_group", None, None, False, lambda op: accumulators_error(op, 0), (Attr("n", (int,)),),
           doc="*accs -> accs: wgmma.wait_group.sync.aligned n", **_CONV),
+    OpDef("nv.wgmma.order_before_wait", None, 0, False, _order_check,
+          doc="*values: the values are computed before the next wgmma.wait_group (work to overlap with the "
+              "groups it waits for); no effect on any value", **_CONV),
 )

@@ -16,6 +16,7 @@ from .api import (
                   a_register_ownership,
                   finish_mma,
                   mma_async,
+                  mma_async_interleaved,
                   wait_mma,
                   wgmma_operand,
 )
@@ -64,6 +65,7 @@ __all__ = [
     "PartialAccumulator",
     "wgmma_operand",
     "mma_async",
+    "mma_async_interleaved",
     "wait_mma",
     "finish_mma",
 ]

@@ -29,7 +29,7 @@ from .raw import require_sm90a, wgmma_commit_group, wgmma_fence, wgmma_wait_grou
 __all__ = [
     "a_register_ownership", "WGMMAOperand", "WGMMAOperandStatic", "PendingAccumulator", "PendingAccumulatorStatic",
     "PartialAccumulator", "PartialAccumulatorStatic", "wgmma_operand",
-    "mma_async", "wait_mma", "finish_mma",
+    "mma_async", "mma_async_interleaved", "wait_mma", "finish_mma",
 ]
 
 
@@ -415,13 +415,8 @@ def _advance(ctx, desc, step: int):
     return L.binary(ctx, "|", L.binary(ctx, "&", desc, _HIGH_WORD), L.cast(low, T.u64, _ctx=ctx))
 
 
-@builtin
-def mma_async(plan, a, b, acc, *, _ctx):
-    """``wgmma.fence``; the plan's ``K / instr_k`` instructions (instruction ``i`` on partition
-    ``i % partitions``, descriptors advanced along K); ``wgmma.commit_group``. Returns a
-    ``PendingAccumulator``. All 128 threads of the warpgroup execute it."""
-    what = "mma_async"
-    require_sm90a(_ctx, what)
+def _product_stream(ctx, plan, a, b, acc, what):
+    """One product's checked operands: ``(plan, a, a_regs, b, instruction, accumulator parts)``."""
     if not isinstance(plan, WGMMA64):
         raise LangError(f"{what}: the first argument must be a WGMMA64 plan, got {plan!r}")
     if not (isinstance(b, WGMMAOperand) and isinstance(b.role, OperandB)):
@@ -436,35 +431,90 @@ def mma_async(plan, a, b, acc, *, _ctx):
             raise LangError(f"{what}: A was made for {a.plan!r}, not {plan!r}")
         a_major = a.major
     else:
-        a_regs = _a_registers(_ctx, plan, a, what)
+        a_regs = _a_registers(ctx, plan, a, what)
         a_major = "K"
-    ins = wgmma_instruction(plan, a_major, b.major)
-    parts = _acc_parts(plan, acc, what)
-    flat = wgmma_fence(tuple(v for p in parts for v in p), _ctx=_ctx)
-    n = accumulator_registers(plan)
-    parts = [list(flat[i * n:(i + 1) * n]) for i in range(len(parts))]
-    one = _ctx.builder.constant(1, T.i32)
-    for i in range(plan.instructions):
-        pi = i % plan.partitions
-        db = _advance(_ctx, b.desc, b.steps[i])
-        if a_regs is None:
-            da = _advance(_ctx, a.desc, a.steps[i])
-            op = _ctx.builder.create("nv.wgmma.mma_async", [da, db, one, *parts[pi]], [T.f32] * n,
-                                     {"shape": ins.shape, "dtype": ins.dtype, "n": plan.n,
-                                      "immediates": ins.immediates})
-        else:
-            imms = ins.immediates[:2] + ins.immediates[3:]   # no imm-trans-a with A in registers
-            words = a_regs[4 * i:4 * i + 4]
-            op = _ctx.builder.create("nv.wgmma.mma_async_rs", [*words, db, one, *parts[pi]], [T.f32] * n,
-                                     {"shape": ins.shape, "dtype": ins.dtype, "n": plan.n, "immediates": imms,
-                                      "a_regs": 4})
-        parts[pi] = list(op.results)
-    group = wgmma_commit_group(_ctx=_ctx)
+    return plan, a, a_regs, b, wgmma_instruction(plan, a_major, b.major), _acc_parts(plan, acc, what)
+
+
+def _issue(ctx, products):
+    """``wgmma.fence`` over every product's accumulators; the products' instructions in turns (instruction
+    ``i`` of each product, in the order given, then ``i + 1``; instruction ``i`` of a plan on its partition
+    ``i % partitions``, descriptors advanced along K); one ``wgmma.commit_group``. Returns the accumulator
+    parts of each product and the group's mark."""
+    flat = wgmma_fence(tuple(v for *_, parts in products for p in parts for v in p), _ctx=ctx)
+    accs = []
+    for plan, *_, parts in products:
+        n = accumulator_registers(plan)
+        accs.append([list(flat[i * n:(i + 1) * n]) for i in range(len(parts))])
+        flat = flat[n * len(parts):]
+    one = ctx.builder.constant(1, T.i32)
+    for i in range(max(plan.instructions for plan, *_ in products)):
+        for (plan, a, a_regs, b, ins, _), parts in zip(products, accs):
+            if i >= plan.instructions:
+                continue
+            n = accumulator_registers(plan)
+            pi = i % plan.partitions
+            db = _advance(ctx, b.desc, b.steps[i])
+            if a_regs is None:
+                da = _advance(ctx, a.desc, a.steps[i])
+                op = ctx.builder.create("nv.wgmma.mma_async", [da, db, one, *parts[pi]], [T.f32] * n,
+                                        {"shape": ins.shape, "dtype": ins.dtype, "n": plan.n,
+                                         "immediates": ins.immediates})
+            else:
+                imms = ins.immediates[:2] + ins.immediates[3:]   # no imm-trans-a with A in registers
+                words = a_regs[4 * i:4 * i + 4]
+                op = ctx.builder.create("nv.wgmma.mma_async_rs", [*words, db, one, *parts[pi]], [T.f32] * n,
+                                        {"shape": ins.shape, "dtype": ins.dtype, "n": plan.n, "immediates": imms,
+                                         "a_regs": 4})
+            parts[pi] = list(op.results)
+    return accs, wgmma_commit_group(_ctx=ctx)
+
+
+@builtin
+def mma_async(plan, a, b, acc, *, _ctx):
+    """``wgmma.fence``; the plan's ``K / instr_k`` instructions (instruction ``i`` on partition
+    ``i % partitions``, descriptors advanced along K); ``wgmma.commit_group``. Returns a
+    ``PendingAccumulator``. All 128 threads of the warpgroup execute it."""
+    require_sm90a(_ctx, "mma_async")
+    (parts,), group = _issue(_ctx, [_product_stream(_ctx, plan, a, b, acc, "mma_async")])
     return PendingAccumulator(plan, parts, group)
 
 
 @builtin
-def wait_mma(acc, n=0, *, pending=None, _ctx):
+def mma_async_interleaved(*products, _ctx):
+    """Several products ``(plan, a, b, acc)`` in one commit group, their instructions issued in turns (the
+    first instruction of each, then the second, ...): two independent accumulator chains side by side, so one
+    warpgroup keeps the tensor core busier than with one chain at a time. Returns one ``PendingAccumulator``
+    per product; they complete together (``wait_mma`` of either waits for the group)."""
+    what = "mma_async_interleaved"
+    require_sm90a(_ctx, what)
+    if len(products) < 2 or not all(isinstance(p, tuple) and len(p) == 4 for p in products):
+        raise LangError(f"{what}: takes two or more (plan, a, b, acc) tuples, got {products!r}")
+    streams = [_product_stream(_ctx, *p, what) for p in products]
+    accs, group = _issue(_ctx, streams)
+    return tuple(PendingAccumulator(s[0], parts, group) for s, parts in zip(streams, accs))
+
+
+def _after_values(after, ctx):
+    """The 32-bit scalar values of ``wait_mma``'s ``after=``: a Fragment, a runtime scalar or a tuple of them."""
+    from ...ir.core import Value
+    from ..fragment import Fragment
+
+    items = after if isinstance(after, (tuple, list)) else (after,)
+    out = []
+    for item in items:
+        if isinstance(item, Fragment):
+            out.extend(item.values)
+        elif isinstance(item, Value):
+            out.append(item)
+        else:
+            raise LangError(f"wait_mma: after= takes fragments and runtime scalars computed before the wait, "
+                            f"got {item!r}")
+    return out
+
+
+@builtin
+def wait_mma(acc, n=0, *, pending=None, after=(), _ctx):
     """``wgmma.wait_group`` with the accumulator registers tied through it.
 
     ``wait_mma(acc)``: ``wait_group 0``, the completed accumulator (a Fragment, or a
@@ -477,6 +527,11 @@ def wait_mma(acc, n=0, *, pending=None, _ctx):
 
     ``wait_mma(acc, n)`` (positional, ``n > 0``): ``wait_group n`` and ``acc`` still pending, for
     pipelines that wait for older groups (to release their buffers) while ``acc`` keeps accumulating.
+
+    ``after=``: fragments or scalars (32-bit) that are computed before the wait, with everything they depend
+    on: the work a pipeline overlaps with the groups it waits for. ptxas otherwise may schedule the wait above
+    independent work, which then runs after the groups complete (the attention kernel's softmax of block j
+    ran after the wait for block j - 1's P V until its row sums were passed here).
     """
     from ..fragment import Fragment
 
@@ -499,7 +554,7 @@ def wait_mma(acc, n=0, *, pending=None, _ctx):
                             f"after wgmma.wait_group {n}: only {later} group(s) were committed after it, and the "
                             f"newest {n} may still run; use pending={later} or fewer (or commit more work first)")
     plan = acc.plan
-    flat = wgmma_wait_group(n, tuple(v for p in acc.parts for v in p), _ctx=_ctx)
+    flat = wgmma_wait_group(n, tuple(v for p in acc.parts for v in p), after=_after_values(after, _ctx), _ctx=_ctx)
     k = accumulator_registers(plan)
     parts = [flat[i * k:(i + 1) * k] for i in range(len(acc.parts))]
     if n and not strict:

@@ -89,12 +89,20 @@ def wgmma_commit_group(*, _ctx):
 
 
 @builtin
-def wgmma_wait_group(n: int, accs=(), *, _ctx):
+def wgmma_wait_group(n: int, accs=(), *, after=(), _ctx):
     """``wgmma.wait_group.sync.aligned n``; returns ``accs`` passed through the wait
-    (use the returned values: arithmetic on them cannot move above the wait)."""
+    (use the returned values: arithmetic on them cannot move above the wait). ``after``: 32-bit scalar
+    values (f32, i32, u32) computed before the wait (``nv.wgmma.order_before_wait``), with everything they
+    depend on: work to overlap with the groups waited for, which ptxas could otherwise schedule after the wait."""
     require_sm90a(_ctx, "wgmma_wait_group")
     if not isinstance(n, int) or isinstance(n, bool) or n < 0:
         raise LangError(f"wgmma_wait_group: n must be a non-negative compile-time int, got {n!r}")
     accs = _acc_values(accs, "wgmma_wait_group")
+    after = list(after)
+    for v in after:
+        if not isinstance(v, Value) or v.type not in (T.f32, T.i32, T.u32):
+            raise LangError(f"wgmma_wait_group: after= takes runtime 32-bit scalars (f32, i32, u32), got {v!r}")
+    if after:
+        _ctx.builder.create("nv.wgmma.order_before_wait", after, [])
     op = _ctx.builder.create("nv.wgmma.wait_group", accs, [T.f32] * len(accs), {"n": n})
     return tuple(op.results)
