@@ -105,7 +105,7 @@ def wgmma(out, out_bf, a):
     acc = wg.wgmma_fence(acc)
     acc = wg.wgmma_mma_async(WG_PLAN, desc, desc + 64, acc)
     wg.wgmma_commit_group()
-    acc = wg.wgmma_wait_group(0, acc)
+    acc = wg.wgmma_wait_group(0, acc, after=(desc.to(tylo.u32),))      # nv.wgmma.order_before_wait
     opa = tylo.load(tylo.GlobalTile(a, Layout((64, 64), (64, 1))), wg.a_register_ownership(WG_PLAN))
     opb = wg.wgmma_operand(WG_PLAN, wg.OperandB, tma.shared_tile(B_PLAN, sa))
     acc2 = wg.wait_mma(wg.mma_async(WG_PLAN, opa, opb, tylo.zero_accumulator(WG_PLAN)))

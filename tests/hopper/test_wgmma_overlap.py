@@ -126,3 +126,23 @@ def bad_overlap(out, c_map, MODE: tylo.constexpr):
 def test_bad_arguments_are_compile_errors(mode, message):
     with pytest.raises(tylo.CompileError, match=message):
         bad_overlap.compile(signature=["*f32", TILE], constexprs=dict(MODE=mode), arch="sm_90a", block=128)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["interleaved", "after", "plain"])
+def test_gpu_matches_float64_exactly(mode):
+    from tylo.runtime import compute_capability
+    if compute_capability() < (9, 0):
+        pytest.skip("needs an sm_90 GPU")
+    import tylo.runtime as rt
+    rng = np.random.default_rng()
+    # halves in [-4, 4]: products and sums are exact in fp32, so the GPU must equal float64 bit for bit
+    c = (rng.integers(-8, 9, (64, 64)) / 2).astype(ml_dtypes.bfloat16)
+    d = (rng.integers(-8, 9, (64, 64)) / 2).astype(ml_dtypes.bfloat16)
+    s = rt.to_device(np.full((64, 64), np.nan, np.float32))
+    o = rt.to_device(np.full((64, 64), np.nan, np.float32))
+    two_products[1, 128](s, o, tylo.prepare_tma(TILE, rt.to_device(c)), tylo.prepare_tma(TILE, rt.to_device(d)),
+                         MODE=mode)
+    c64, d64 = c.astype(np.float64), d.astype(np.float64)
+    np.testing.assert_array_equal(s.to_host(), 2 * c64 @ d64.T)
+    np.testing.assert_array_equal(o.to_host(), d64 @ c64.T)
