@@ -38,17 +38,27 @@ def two_groups(s_out, o_out, c_map, d_map, MODE: tylo.constexpr):
     mb.mbarrier_wait(bar.ptr, 0)
     c = wg.wgmma_operand(PLAN, wg.OperandA, ct)
     d = wg.wgmma_operand(PLAN, wg.OperandB, dt)
-    s_pending = wg.mma_async(PLAN, c, d, tylo.zero_accumulator(PLAN))        # group 1: S = C D^T
-    o_pending = wg.mma_async(PLAN, wg.wgmma_operand(PLAN, wg.OperandA, dt), wg.wgmma_operand(PLAN, wg.OperandB, ct),
-                             tylo.zero_accumulator(PLAN))                    # group 2: O = D C^T
-    if MODE == "newest":
-        wg.wait_mma(o_pending, pending=1)                             # O is the newest group
-    if MODE == "too_many":
-        wg.wait_mma(s_pending, pending=2)
-    s = wg.wait_mma(s_pending, pending=1)                                     # wait_group 1: S done, O in flight
-    tylo.store(tylo.GlobalTile(s_out, Layout((64, 64), (64, 1))), wg.finish_mma(s) * 2)
-    o = wg.wait_mma(o_pending)
-    tylo.store(tylo.GlobalTile(o_out, Layout((64, 64), (64, 1))), wg.finish_mma(o))
+    d_as_a = wg.wgmma_operand(PLAN, wg.OperandA, dt)
+    c_as_b = wg.wgmma_operand(PLAN, wg.OperandB, ct)
+    if MODE == "interleaved":       # test_wgmma_overlap.py: both products' instructions in turns, one group
+        s_pending, o_pending = wg.mma_async_interleaved((PLAN, c, d, tylo.zero_accumulator(PLAN)),
+                                                        (PLAN, d_as_a, c_as_b, tylo.zero_accumulator(PLAN)))
+        s = wg.finish_mma(wg.wait_mma(s_pending)) * 2
+        o = wg.finish_mma(wg.wait_mma(o_pending))
+    else:
+        s_pending = wg.mma_async(PLAN, c, d, tylo.zero_accumulator(PLAN))              # group 1: S = C D^T
+        o_pending = wg.mma_async(PLAN, d_as_a, c_as_b, tylo.zero_accumulator(PLAN))    # group 2: O = D C^T
+        if MODE == "newest":
+            wg.wait_mma(o_pending, pending=1)                             # O is the newest group
+        if MODE == "too_many":
+            wg.wait_mma(s_pending, pending=2)
+        s = wg.finish_mma(wg.wait_mma(s_pending, pending=1)) * 2              # wait_group 1: S done, O in flight
+        if MODE == "after":         # test_wgmma_overlap.py: S * 2 is computed before O's wait
+            o = wg.finish_mma(wg.wait_mma(o_pending, after=s))
+        else:
+            o = wg.finish_mma(wg.wait_mma(o_pending))
+    tylo.store(tylo.GlobalTile(s_out, Layout((64, 64), (64, 1))), s)
+    tylo.store(tylo.GlobalTile(o_out, Layout((64, 64), (64, 1))), o)
 
 
 def _compile(mode):

@@ -50,7 +50,7 @@ def _order_before_wait(lw, op):
     slots, above 4096), which ptxas cannot prove: it keeps a store before a later ``wgmma.wait_group``, so the
     instructions that compute the values stay before the wait too. Without it ptxas may hoist the wait above
     independent work and serialise it after the groups (measured: the attention softmax ran after the P V
-    GEMM's wait). The store never executes; its address is never formed."""
+    GEMM's wait). The store never executes, so its address (the warp-slot count) is never used."""
     n = len(op.operands)
     body = "mov.b32 x, $0; " + "".join(f"mov.b32 t, ${i}; xor.b32 x, x, t; " for i in range(1, n))
     template = ("{ .reg .pred q; .reg .b32 x, t, w; " + body +

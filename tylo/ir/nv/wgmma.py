@@ -13,7 +13,7 @@ from ..opdef import Attr, OpDef
 from ..ops import define_ops
 from .bitfields import descriptor_offset_field, pack_fields
 
-__all__ = ["DEFINITIONS", "accumulators_error", "WGMMA_DESCRIPTOR_FIELDS", "WGMMA_SWIZZLE_MODES",
+__all__ = ["DEFINITIONS", "ORDERED_TYPES", "accumulators_error", "WGMMA_DESCRIPTOR_FIELDS", "WGMMA_SWIZZLE_MODES",
            "wgmma_smem_descriptor"]
 
 # -- the shared-memory matrix descriptor (the u64 operands of nv.wgmma.mma_async) ------------------
@@ -91,11 +91,15 @@ def _mma_rs_check(op):
     return accumulators_error(op, len(op.operands) - len(op.results))
 
 
+#: the value types ``nv.wgmma.order_before_wait`` takes: 32-bit scalars, one register each
+ORDERED_TYPES = (T.f32, T.i32, T.u32)
+
+
 def _order_check(op):
     if not op.operands:
         return "no values to order"
     for v in op.operands:
-        if v.type not in (T.f32, T.i32, T.u32):
+        if v.type not in ORDERED_TYPES:
             return f"ordered values are 32-bit scalars, got {v.type}"
     return None
 

@@ -495,7 +495,7 @@ def mma_async_interleaved(*products, _ctx):
     return tuple(PendingAccumulator(s[0], parts, group) for s, parts in zip(streams, accs))
 
 
-def _after_values(after, ctx):
+def _after_values(after):
     """The 32-bit scalar values of ``wait_mma``'s ``after=``: a Fragment, a runtime scalar or a tuple of them."""
     from ...ir.core import Value
     from ..fragment import Fragment
@@ -554,7 +554,7 @@ def wait_mma(acc, n=0, *, pending=None, after=(), _ctx):
                             f"after wgmma.wait_group {n}: only {later} group(s) were committed after it, and the "
                             f"newest {n} may still run; use pending={later} or fewer (or commit more work first)")
     plan = acc.plan
-    flat = wgmma_wait_group(n, tuple(v for p in acc.parts for v in p), after=_after_values(after, _ctx), _ctx=_ctx)
+    flat = wgmma_wait_group(n, tuple(v for p in acc.parts for v in p), after=_after_values(after), _ctx=_ctx)
     k = accumulator_registers(plan)
     parts = [flat[i * k:(i + 1) * k] for i in range(len(acc.parts))]
     if n and not strict:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from ...ir import types as T
 from ...ir.core import Value
+from ...ir.nv.wgmma import ORDERED_TYPES
 from ..base import LangError, builtin
 from .plan import WGMMA64, wgmma_instruction
 
@@ -100,7 +101,7 @@ def wgmma_wait_group(n: int, accs=(), *, after=(), _ctx):
     accs = _acc_values(accs, "wgmma_wait_group")
     after = list(after)
     for v in after:
-        if not isinstance(v, Value) or v.type not in (T.f32, T.i32, T.u32):
+        if not isinstance(v, Value) or v.type not in ORDERED_TYPES:
             raise LangError(f"wgmma_wait_group: after= takes runtime 32-bit scalars (f32, i32, u32), got {v!r}")
     if after:
         _ctx.builder.create("nv.wgmma.order_before_wait", after, [])
