@@ -2,14 +2,15 @@
 
     python benchmarks/gemm.py [--kernel warp-mma|hopper] [--shapes 4096,8192,8192x8192x1024]
                               [--suite issue|llm|llm-small|ragged|losers] [--layouts rr,rc] [--plot gemm.png]
-                              [--baseline] [--sweep N] [--sweep-json PATH] [--picks SMS]
+                              [--baseline] [--tuned] [--sweep N] [--sweep-json PATH] [--picks SMS]
 
 ``--suite``: a named shape list instead of ``--shapes``: ``issue`` (the table of issue 14), ``llm``
 (LLM projections: M in 1, 16, 64, 128, 256, 512, 2048, 8192 times N x K in 4096x4096, 14336x4096,
 4096x14336, 28672x8192, 8192x28672, 1024x8192; 48 shapes), ``llm-small`` (a representative subset of
 it), ``ragged``, ``losers`` (the shapes below 0.9x cuBLAS in session 3, and the large squares).
 ``--baseline`` (hopper) adds a column for the fixed 128 x 256 configuration (the GEMM before the small-
-shape configurations), ``--sweep N`` also times the N configurations the cost model ranks best for each
+shape configurations), ``--tuned`` (hopper) one for ``launch(..., autotune=True)`` (the heuristic's pick and
+the model's next tiles and split counts timed on the first call per shape, then read from the tylo cache), ``--sweep N`` also times the N configurations the cost model ranks best for each
 shape (to check the heuristic); ``--picks 132`` only prints the heuristic's pick and estimate for each
 shape and layout on 132 SMs (CPU, no GPU: to compare the heuristic before and after a change). The
 geometric mean and minimum of the tylo / cuBLAS ratios end the table.
@@ -31,6 +32,7 @@ import dataclasses
 import json
 import os
 import sys
+import time
 
 from tylo.runtime import driver
 
@@ -90,7 +92,6 @@ def time_checked_launches(launches, M, N, K, layout, torch, rounds=3):
 
 def host_microseconds(fn, torch, calls=50):
     """Host time per call of the launch path (the GPU runs behind; the queue does not fill)."""
-    import time
     fn()
     torch.cuda.synchronize()
     t0 = time.perf_counter()
@@ -296,6 +297,8 @@ def plot(rows, kernel, path, with_triton, dtype="bf16"):
     ax.plot(xs, [r[2] for r in rows], "s-", label="cuBLAS (torch.matmul)")
     if any(r[5] for r in rows):
         ax.plot(xs, [r[5] if r[5] else float("nan") for r in rows], "x--", label="tylo 128x256 (before)")
+    if any(r[7] for r in rows):
+        ax.plot(xs, [r[7] if r[7] else float("nan") for r in rows], "d-", label=f"tylo {kernel}, autotuned")
     if with_triton:
         ax.plot(xs, [r[3] if r[3] else float("nan") for r in rows], "^-", label="Triton")
     ax.set_xticks(list(xs))
@@ -315,6 +318,8 @@ def main():
     ap.add_argument("--shapes", "--sizes", default="4096,8192")
     ap.add_argument("--suite", default=None, choices=sorted(SUITES), help="a named shape list (overrides --shapes)")
     ap.add_argument("--baseline", action="store_true", help="hopper: also time the fixed 128 x 256 configuration")
+    ap.add_argument("--tuned", action="store_true", help="hopper: also time launch(..., autotune=True) (tuned on "
+                    "its first call per shape, or read from the tylo cache)")
     ap.add_argument("--sweep", type=int, default=0, help="hopper: also time the N configurations ranked best "
                     "by the cost model")
     ap.add_argument("--extra", default="", help="hopper with --sweep: also time these GemmConfig keyword sets, "
@@ -346,8 +351,8 @@ def main():
     if args.kernel == "hopper":
         import hopper_gemm
 
-        def launch(c, a, b, M, N, K, config=None):
-            hopper_gemm.launch(c, a, b, M, N, K, config=config)
+        def launch(c, a, b, M, N, K, config=None, autotune=False):
+            return hopper_gemm.launch(c, a, b, M, N, K, config=config, autotune=autotune)
     else:
         import warp_gemm
         if layouts != ["rr"]:
@@ -384,7 +389,8 @@ def main():
             rel = check(c, a, b, 1.0, torch)
             check(reference(a, b), a, b, 1.0, torch)
             fns = {"tylo": lambda: launch(c, a, b, M, N, K), "cublas": lambda: reference(a, b)}
-            chosen = ""
+            chosen = tuned_text = ""
+            tuning_s = 0.0
             swept = []
             if args.kernel == "hopper":
                 chosen = describe_config(hopper_gemm.choose_config(
@@ -396,6 +402,15 @@ def main():
                     torch.cuda.synchronize()
                     check(c, a, b, 1.0, torch)
                     fns["base"] = lambda: launch(c, a, b, M, N, K, config=base)
+                if args.tuned:
+                    ct = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+                    started = time.perf_counter()
+                    tuned_cfg = launch(ct, a, b, M, N, K, autotune=True)
+                    torch.cuda.synchronize()
+                    tuning_s = time.perf_counter() - started
+                    check(ct, a, b, 1.0, torch)
+                    fns["tuned"] = lambda ct=ct: launch(ct, a, b, M, N, K, autotune=True)
+                    tuned_text = describe_config(tuned_cfg)
                 if args.sweep:
                     swept = sweep(hopper_gemm, launch, c, a, b, M, N, K, lay, fp8, args.sweep, torch,
                                   extra_configs(hopper_gemm, args.extra))
@@ -420,28 +435,39 @@ def main():
                       f"cuBLAS through torch {host_microseconds(lambda: reference(a, b), torch):.1f} us per call")
             rows.append((f"{M}x{N}x{K} {lay}", flops / t_tylo / 1e9, flops / t_cublas / 1e9,
                          flops / t_triton / 1e9 if t_triton else None, rel,
-                         flops / t["base"] / 1e9 if "base" in t else None, chosen))
+                         flops / t["base"] / 1e9 if "base" in t else None, chosen,
+                         flops / t["tuned"] / 1e9 if "tuned" in t else None, tuned_text))
             r = rows[-1]
             print(f"  measured {r[0]}: tylo {r[1]:.1f} cuBLAS {r[2]:.1f} TFLOP/s, ratio {r[1] / r[2]:.3f}"
-                  + (f", 128x256 {r[5] / r[2]:.3f}" if r[5] else "") + f" ({chosen})", file=sys.stderr, flush=True)
+                  + (f", 128x256 {r[5] / r[2]:.3f}" if r[5] else "") + f" ({chosen})"
+                  + (f", tuned {r[7] / r[2]:.3f} ({tuned_text}; first call {tuning_s:.1f} s)" if r[7] else ""),
+                  file=sys.stderr, flush=True)
     with_base = any(r[5] for r in rows)
+    with_tuned = any(r[7] for r in rows)
     head = f"\n{'shape (M x N x K, A/B)':<24} {'tylo ' + args.kernel + ' TFLOP/s':>24} {'cuBLAS TFLOP/s':>15} {'ratio':>7}"
     if with_base:
         head += f" {'128x256 TFLOP/s':>16} {'128x256/cuBLAS':>15}"
+    if with_tuned:
+        head += f" {'tuned TFLOP/s':>14} {'tuned/cuBLAS':>13}"
     if triton_mm is not None:
         head += f" {'Triton TFLOP/s':>15} {'vs Triton':>10}"
     print(head + f" {'rel err':>9}  config")
-    for shape, tt, tc, tr, rel, tb, chosen in rows:
+    for shape, tt, tc, tr, rel, tb, chosen, tu, tuned_text in rows:
         line = f"{shape:<24} {tt:>24.1f} {tc:>15.1f} {tt / tc:>7.3f}"
         if with_base:
             line += f" {tb:>16.1f} {tb / tc:>15.3f}" if tb else f" {'-':>16} {'-':>15}"
+        if with_tuned:
+            line += f" {tu:>14.1f} {tu / tc:>13.3f}" if tu else f" {'-':>14} {'-':>13}"
         if triton_mm is not None:
             line += f" {tr:>15.1f} {tt / tr:>10.3f}" if tr else f" {'-':>15} {'-':>10}"
-        print(line + f" {rel:>9.1e}  {chosen}")
+        print(line + f" {rel:>9.1e}  {chosen}" + (f"  (tuned: {tuned_text})" if tuned_text else ""))
     ratios = [r[1] / r[2] for r in rows]
     print(f"geometric mean tylo/cuBLAS {geomean(ratios):.3f} over {len(rows)} shapes, minimum {min(ratios):.3f}")
     if with_base:
         print(f"geometric mean 128x256/cuBLAS {geomean([r[5] / r[2] for r in rows if r[5]]):.3f}")
+    if with_tuned:
+        tuned = [r[7] / r[2] for r in rows if r[7]]
+        print(f"geometric mean tuned/cuBLAS {geomean(tuned):.3f} over {len(tuned)} shapes, minimum {min(tuned):.3f}")
     if triton_mm is not None:
         print(f"geometric mean tylo/Triton {geomean([r[1] / r[3] for r in rows if r[3]]):.3f}")
     if triton_mm is None:

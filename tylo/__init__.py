@@ -37,7 +37,7 @@ from .jit import CompiledKernel, JITFunction, func, jit
 from .runtime.errors import CudaError
 from .runtime.arrays import DeviceArray, empty, to_device, zeros
 from .runtime.tma_binding import TMABinding, prepare_tma
-from .autotuner import Config, autotune
+from .autotuner import Config, autotune, tune_launches
 from . import testing
 
 min = minimum  # noqa: A001 - tylo.min / tylo.max inside kernels
@@ -46,7 +46,7 @@ bool = bool_  # noqa: A001 - the dtype, as tylo.bool
 
 __all__ = [
     "CompileError", "CudaError", "jit", "func", "JITFunction", "CompiledKernel", "DeviceArray", "to_device", "empty",
-    "zeros", "Config", "autotune", "testing",
+    "zeros", "Config", "autotune", "tune_launches", "testing",
     "Ptr", "constexpr", "bool_", "i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64", "f16", "bf16", "f32", "f64",
     "f8e4m3", "f8e5m2", "thread_idx", "block_idx", "block_dim", "grid_dim", "lane_id", "warp_id", "sync_threads",
     "shared_array", "SharedArray", "shfl_sync", "shfl_xor", "shfl_up", "shfl_down", "atomic_add", "atomic_max",

@@ -39,7 +39,7 @@ from .testing import do_bench
 from .tuning_store import ConfigTiming, TunedRecord, clear_tuned, format_tuned, list_tuned, load_record, store_record
 
 __all__ = ["Config", "autotune", "Autotuner", "AutotuneError", "AutotuneWarning", "target_for_capability",
-           "list_tuned", "clear_tuned", "format_tuned", "TunedRecord", "ConfigTiming"]
+           "tune_launches", "list_tuned", "clear_tuned", "format_tuned", "TunedRecord", "ConfigTiming"]
 
 PROGRESS_AFTER_S = 1.0   # tuning prints progress on stderr once it has taken this long
 
@@ -266,7 +266,7 @@ class Autotuner:
     """A ``@tylo.jit`` kernel with configurations to choose from: call ``tuned[grid](*args)``."""
 
     def __init__(self, kernel, configs, key, *, prune=None, warmup=25, rep=100, reset_to_zero=None,
-                 restore_value=None, timer=None, clock=None):
+                 restore_value=None, timer=None, clock=None, flush_l2=True, batch=1):
         if not (hasattr(kernel, "launch") and hasattr(kernel, "compile") and hasattr(kernel, "fn")):
             raise TypeError(f"@tylo.autotune goes on top of a @tylo.jit kernel, got {kernel!r}")
         self.kernel = kernel
@@ -283,6 +283,7 @@ class Autotuner:
         if prune is not None and not callable(prune):
             raise TypeError(f"autotune: prune must be a function (configs, args) -> configs, got {prune!r}")
         self.warmup, self.rep = warmup, rep
+        self.flush_l2, self.batch = flush_l2, batch
         self.reset_to_zero = self._check_names(reset_to_zero or [], "reset_to_zero")
         self.restore_value = self._check_names(restore_value or [], "restore_value")
         self.timer = timer
@@ -443,23 +444,11 @@ class Autotuner:
             arch, device = self._target()
             configs = hashlib.sha256("\n".join(repr(c) for c in self.configs).encode()).hexdigest()
             self._identity_cache = {"fingerprint": fingerprint, "arch": arch, "device": device,
-                                    "configs": configs}
+                                    "configs": configs, "regime": [self.flush_l2, self.batch]}
         return self._identity_cache
 
     def _target(self) -> tuple[str, str]:
-        from .runtime import driver
-
-        arch = getattr(self.kernel, "options", {}).get("arch")
-        if not driver.gpu_available():
-            if arch is None:
-                raise RuntimeError(f"autotune {self.__name__}: no GPU here and the kernel names no arch "
-                                   f"(@tylo.jit(arch=...)); cannot tune")
-            return arch, "no GPU"
-        ordinal = driver.current_device()
-        if arch is None:
-            arch = target_for_capability(*driver.compute_capability(ordinal))
-        names = [d["name"] for d in driver.devices() if d["ordinal"] == ordinal]
-        return arch, names[0] if names else f"device {ordinal}"
+        return _device_target(getattr(self.kernel, "options", {}).get("arch"), f"autotune {self.__name__}")
 
     def _record_identity(self, tkey) -> dict:
         return {**self._identity(), "key": [list(kv) for kv in tkey]}
@@ -600,7 +589,8 @@ class Autotuner:
             self.kernel.launch(*args, grid=g, block=config.block, cluster=config.cluster, stream=stream,
                                **kwargs, **config.constexprs)
         try:
-            r = do_bench(call, self.warmup, self.rep, stream=stream, timer=self.timer)
+            r = do_bench(call, self.warmup, self.rep, stream=stream, timer=self.timer, flush_l2=self.flush_l2,
+                         batch=self.batch)
         except Exception as exc:
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
             warnings.warn(f"autotune {self.__name__}: {config!r} failed to run, skipped: {first}",
@@ -643,12 +633,100 @@ class Autotuner:
                 driver.mem_free(copy)
 
 
+def _device_target(arch, who) -> tuple[str, str]:
+    """(target arch, device name) of the current device; ``arch`` overrides the device's target."""
+    from .runtime import driver
+
+    if not driver.gpu_available():
+        if arch is None:
+            raise RuntimeError(f"{who}: no GPU here and the kernel names no arch (@tylo.jit(arch=...)); cannot tune")
+        return arch, "no GPU"
+    ordinal = driver.current_device()
+    if arch is None:
+        arch = target_for_capability(*driver.compute_capability(ordinal))
+    names = [d["name"] for d in driver.devices() if d["ordinal"] == ordinal]
+    return arch, names[0] if names else f"device {ordinal}"
+
+
+# ------------------------------------------------------------ choosing among ready launches
+
+_CHOSEN: dict[str, str] = {}      # record identity -> chosen label, for the process
+_CHOSEN_LOCK = threading.Lock()
+
+
+def tune_launches(name, key, candidates, *, source="", warmup=25, rep=100, flush_l2=True, batch=1, stream=None,
+                  target=None, timer=None, clock=None) -> str:
+    """The label of the fastest of ``candidates`` (label -> a function of no arguments that queues one run of the
+    computation on ``stream``), timed with ``do_bench`` on the first call for ``key`` and stored in the tylo cache
+    like ``autotune``'s results (``tylo cache list`` shows them under ``name``).
+
+    ``autotune`` tunes one kernel's constexprs, block and cluster; this chooses among launches whose host side
+    differs too (other TMA descriptors, grids, workspaces or kernels), each prepared by the caller.
+    ``key``: ((name, value text), ...), what selects a stored result. ``source``: text whose change invalidates
+    stored results (the kernel's sources); the labels are part of the identity too, so another candidate list is
+    tuned again. Ties keep the earlier candidate: put the default first. A candidate that raises is reported
+    (``AutotuneWarning``) and skipped; none left raises ``AutotuneError``. ``flush_l2``/``batch``: do_bench's,
+    as for ``autotune``. ``target``: (arch, device name)
+    instead of the current device's (tests); ``timer``/``clock`` as for ``autotune``."""
+    if not isinstance(candidates, Mapping) or not candidates:
+        raise ValueError(f"tune_launches {name}: candidates must be a non-empty dict of label -> function")
+    for label, fn in candidates.items():
+        if not isinstance(label, str) or not callable(fn):
+            raise TypeError(f"tune_launches {name}: candidates maps string labels to functions, got {label!r}: "
+                            f"{fn!r}")
+    key = tuple((str(k), str(v)) for k, v in key)
+    labels = list(candidates)
+    arch, device = target if target is not None else _device_target(None, f"tune_launches {name}")
+    fingerprint = hashlib.sha256(f"{name}\0{source}".encode()).hexdigest()
+    identity = {"fingerprint": fingerprint, "arch": arch, "device": device, "key": [list(kv) for kv in key],
+                "configs": hashlib.sha256("\n".join(labels).encode()).hexdigest(), "regime": [flush_l2, batch]}
+    memo = repr(sorted(identity.items()))
+    with _CHOSEN_LOCK:
+        best = _CHOSEN.get(memo)
+        if best is None:
+            record = load_record(identity)
+            best = record.best if record is not None and record.best in candidates else None
+        if best is None:
+            best = _time_launches(name, key, candidates, identity, (warmup, rep, flush_l2, batch), stream, timer,
+                                  clock)
+        _CHOSEN[memo] = best
+    return best
+
+
+def _time_launches(name, key, candidates, identity, budget, stream, timer, clock) -> str:
+    warmup, rep, flush_l2, batch = budget
+    progress = _Progress(f"{name} [{_key_display(key)}] over {len(candidates)} candidates",
+                         clock if clock is not None else time.monotonic)
+    timings = []
+    for i, (label, fn) in enumerate(candidates.items()):
+        try:
+            r = do_bench(fn, warmup, rep, flush_l2=flush_l2, stream=stream, timer=timer, batch=batch)
+            timings.append(ConfigTiming(label, "ok", "", r.median_ms, r.quantiles, r.mean_ms, r.min_ms, r.n))
+        except Exception as exc:     # a candidate that cannot run is reported and skipped
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            warnings.warn(f"tune_launches {name}: {label} failed to run, skipped: {first}", AutotuneWarning,
+                          stacklevel=4)
+            timings.append(ConfigTiming(label, "failed", f"does not run: {first}"))
+        t = timings[-1]
+        progress.step(f"timed {i + 1}/{len(candidates)}: {label}: "
+                      f"{f'{t.median_ms:.4f} ms' if t.status == 'ok' else t.status}")
+    ok = [(t.median_ms, i) for i, t in enumerate(timings) if t.status == "ok"]
+    if not ok:
+        why = "\n".join(f"  {t.config}: {t.reason}" for t in timings)
+        raise AutotuneError(f"tune_launches {name} [{_key_display(key)}]: no candidate could be timed:\n{why}")
+    best = timings[min(ok)[1]]
+    store_record(identity, kernel=name, key=key, best=best.config, timings=tuple(timings),
+                 device=identity["device"], arch=identity["arch"], fingerprint=identity["fingerprint"])
+    progress.finish(f"best {best.config} ({best.median_ms:.4f} ms)")
+    return best.config
+
+
 def _key_display(tkey) -> str:
     return ", ".join(f"{k}={v}" for k, v in tkey if not (k == "dtypes" and not v))
 
 
 def autotune(configs, key, *, prune=None, warmup=25, rep=100, reset_to_zero=None, restore_value=None,
-             timer=None, clock=None):
+             timer=None, clock=None, flush_l2=True, batch=1):
     """Decorate a ``@tylo.jit`` kernel with configurations to tune over (see the module doc).
 
     ``key``: names of arguments whose values (an array's dtype for arrays) select a tuning result.
@@ -659,8 +737,10 @@ def autotune(configs, key, *, prune=None, warmup=25, rep=100, reset_to_zero=None
     ``restore_value``: arguments overwritten by the kernel in place. Both are copied before tuning
     and restored after each configuration, so the tuning call's own launch sees the caller's values.
     ``timer``/``clock``: a do_bench Timer and a seconds clock for the progress messages, for tests.
+    ``flush_l2``/``batch``: do_bench's (cold L2 by default; ``flush_l2=False, batch=10`` times the warm
+    back-to-back regime of a kernel run in a loop).
     """
     def decorate(kernel):
         return Autotuner(kernel, configs, key, prune=prune, warmup=warmup, rep=rep, reset_to_zero=reset_to_zero,
-                         restore_value=restore_value, timer=timer, clock=clock)
+                         restore_value=restore_value, timer=timer, clock=clock, flush_l2=flush_l2, batch=batch)
     return decorate

@@ -23,12 +23,17 @@ class FakeTimer:
         self.flushes = 0
         self.marks = 0
         self.closed = False
-        self.events = []   # "flush" / "mark" in order
+        self.events = []   # "flush" / "hold" / "mark" in order
+        self.holds = []    # the ms of each hold (GPU time before a mark: never on the simulated clock)
 
     def flush_l2(self):
         self.flushes += 1
         self.events.append("flush")
         self.clock.advance(self.flush_cost_ms)
+
+    def hold(self, ms):
+        self.holds.append(ms)
+        self.events.append("hold")
 
     def mark(self):
         self.marks += 1

@@ -36,6 +36,32 @@ def test_do_bench_times_a_kernel_with_events():
     np.testing.assert_array_equal(out.to_host(), 2 * x.to_host())
 
 
+def test_warm_batches_behind_a_hold_time_the_kernel_not_the_launch_path():
+    # a kernel much shorter than the host's launch path: without the hold, each warm sample would be the
+    # launch path's length; with it, ten calls run back to back and the figure is the kernel's
+    from tylo.testing.bench import CudaEventTimer
+    n = 1 << 10
+    x = tylo.to_device(rng.standard_normal(n).astype(np.float32))
+    out = tylo.to_device(np.full(n, np.nan, np.float32))
+
+    def run():
+        tk.staged_scale[cdiv(n, 256), 256](out, x, n, 256, 256)
+    run()
+    warm = do_bench(run, warmup=5, rep=20, flush_l2=False, batch=10)
+    timer = CudaEventTimer()
+    try:
+        start = timer.mark()
+        timer.hold(0.2)
+        end = timer.mark()
+        timer.synchronize()
+        held = timer.elapsed_ms(start, end)
+    finally:
+        timer.close()
+    assert 0.15 < held < 5.0, held                 # at least what was asked at the SM's top clock
+    assert warm.median_ms < 0.006, warm            # an empty-ish launch: a few us, not the ~12 us launch path
+    np.testing.assert_array_equal(out.to_host(), 2 * x.to_host())
+
+
 def test_autotune_picks_a_config_and_computes_right():
     n = 1_000_003
     cfgs = [Config(constexprs={"BLOCK": b, "SMEM": b}, block=b) for b in (128, 256, 512)]

@@ -7,7 +7,7 @@ from fakes import FakeClock, FakeTimer
 from tylo.runtime import driver
 from tylo.runtime.errors import NoGPUError
 from tylo.testing import BenchResult, do_bench
-from tylo.testing.bench import ESTIMATE_RUNS, MAX_REPS
+from tylo.testing.bench import ESTIMATE_RUNS, HOLD_PER_CALL_MS, MAX_REPS
 
 
 def _constant(clock, ms):
@@ -91,3 +91,24 @@ def test_without_gpu_a_clear_error():
         do_bench(lambda: None)
     text = str(info.value)
     assert "do_bench" in text and "timer=" in text
+
+
+def test_batches_time_back_to_back_calls_between_one_pair_of_marks():
+    clock = FakeClock()
+    timer = FakeTimer(clock, flush_cost_ms=7.0)
+    fn, calls = _constant(clock, 0.5)
+    r = do_bench(fn, warmup=1, rep=20, flush_l2=False, timer=timer, batch=4)
+    assert r.median_ms == pytest.approx(0.5) and r.n == 40 // 4      # 40 calls fit the budget: 10 samples of 4
+    assert timer.flushes == 0 and timer.marks == 2 * (ESTIMATE_RUNS + r.n)
+    # without a flush, a hold of the GPU for the batch's launches precedes each sample's first mark
+    assert timer.events[:3] == ["hold", "mark", "mark"] and timer.holds == [4 * HOLD_PER_CALL_MS] * (ESTIMATE_RUNS + r.n)
+    with pytest.raises(ValueError, match="batch is a count"):
+        do_bench(fn, batch=0, timer=timer)
+
+
+def test_the_hold_kernel_keeps_its_multiply_add_chain():
+    # the chain's result feeds a store under a runtime condition, so no stage may drop the loop
+    from tylo.testing.hold import tylo_hold
+    ptx = tylo_hold.compile(signature=["*f32", "i32", "f32"], arch="sm_90a").ptx
+    assert "mul.rn.f32" in ptx and "add.rn.f32" in ptx and "st.global" in ptx
+    assert "fma" not in ptx      # CYCLES_PER_ITERATION counts a separate multiply and add

@@ -35,8 +35,12 @@ def test_do_bench_through_the_driver_layer(fake_libcuda):
         assert lib.fake_memset_stream() == stream and lib.fake_record_stream() == stream
         assert lib.fake_events_alive() == 0
         assert lib.fake_syncs() == 3     # after the first call, after the estimate, after the timed calls
+        lib.fake_record.restype = ctypes.c_ulonglong
+        launches = lib.fake_record(12)
         r = do_bench(lambda: lib.fake_advance(0.25), warmup=0, rep=1, flush_l2=False)
         assert r.n == 4 and r.median_ms == 0.25 and lib.fake_memsets() == 45
+        # no flush: a hold kernel launched before each of the 5 estimate and 4 timed samples
+        assert lib.fake_record(12) - launches == 9, lib.fake_record(12) - launches
         assert lib.fake_record_stream() == 0 and lib.fake_events_alive() == 0
         # an event read before it is synchronised is the driver's error, named
         a, b = events.event_create(), events.event_create()

@@ -257,3 +257,29 @@ def test_misaligned_rows_run_in_clusters(M, N, K, pitch):
     hg.launch(ref, a, b, M, N, K, config=dataclasses.replace(cfg, cluster_m=1))
     torch.cuda.synchronize()
     assert torch.equal(c, ref)
+
+
+@pytest.mark.parametrize("M,N,K,layout", [(256, 1024, 8192, "rc"), (257, 776, 4104, "rr"), (7, 1000, 3000, "rc")])
+def test_autotuned_launch_is_correct_and_stored(M, N, K, layout):
+    # launch(autotune=True) times tuning_candidates, runs the fastest (then tunes its STAGES / GROUP_M), and
+    # stores the choice: a second launch on other arrays of the shape tunes nothing
+    from tylo.tuning_store import list_tuned
+    torch = _torch_sm90()
+    gen = torch.Generator(device="cuda").manual_seed(M * 7 + N + K)
+    a = _operand(torch, gen, M, K, layout[0])
+    b = _operand(torch, gen, K, N, layout[1])
+    c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+    cfg = hg.launch(c, a, b, M, N, K, autotune=True)
+    torch.cuda.synchronize()
+    _check(torch, c, a, b)
+    cands = hg.tuning_candidates(M, N, K, hg.INPUT_TYPES["bf16"], driver.sm_count(), layout[0] == "r",
+                                 layout[1] == "c")
+    assert cfg in cands
+    records = [r for r in list_tuned() if r.kernel == "hopper_gemm.launch" and f"M={M}," in r.key_text]
+    assert len(records) == 1 and records[0].best == repr(cfg)
+    assert sum(t.status == "ok" for t in records[0].timings) >= 2
+    c2 = torch.full((M, N), float("nan"), device="cuda", dtype=torch.bfloat16)
+    a2, b2 = a.clone(), b.clone()
+    assert hg.launch(c2, a2, b2, M, N, K, autotune=True) == cfg
+    torch.cuda.synchronize()
+    assert torch.equal(c, c2)

@@ -377,3 +377,31 @@ def test_split_tail_where_the_tail_is_short(shape, tail):
     # session 11 run 5, same run: cutting the tail's tiles pays only where they fit a wave S times over
     pick = hg.choose_config(*shape, tylo.bf16, SMS, True, True)
     assert pick.split_tail == tail and (pick.split_k > 1) == tail
+
+
+@pytest.mark.parametrize("shape,layout", [((256, 1024, 8192), "rc"), ((776, 1232, 2224), "rr"),
+                                          ((1, 4096, 4096), "rc"), ((1000, 1000, 1000), "rc"),
+                                          ((8192, 8192, 8192), "rr")])
+def test_tuning_candidates_start_with_the_pick_and_span_tiles_and_splits(shape, layout):
+    M, N, K = shape
+    a_k, b_k = layout[0] == "r", layout[1] == "c"
+    cands = hg.tuning_candidates(M, N, K, tylo.bf16, SMS, a_k, b_k)
+    assert cands[0] == hg.choose_config(M, N, K, tylo.bf16, SMS, a_k, b_k)
+    assert 2 <= len(cands) <= hg.TUNE_CANDIDATES and len(set(cands)) == len(cands)
+    assert all(hg.refusal(c, N, not a_k, not b_k) is None for c in cands)
+    # each is what finish_config runs for it (the misaligned 1000^3 rows: clusters, as the pick)
+    assert all(hg.finish_config(c, M, N, K, tylo.bf16, SMS, a_k, b_k) == c for c in cands)
+    # one per (tile, split count, stream-K) besides the pick
+    groups = [(c.tm, c.tn, c.split_k, c.stream_k) for c in cands[1:]]
+    assert len(set(groups)) == len(groups)
+
+
+def test_tuning_candidates_reach_the_measured_better_tiles():
+    # session 18 (H200): 256x1024x8192 64 x 64 split 2 took 14.3 us against the pick's 17.4;
+    # 776x1232x2224 (B column-major) 64 x 176 took 13.0 against 15.8; 512x1024x8192 64 x 256 split 4 21.0 against 22.4
+    def has(shape, b_k, tm, tn, split):
+        return any((c.tm, c.tn, c.split_k) == (tm, tn, split)
+                   for c in hg.tuning_candidates(*shape, tylo.bf16, SMS, True, b_k))
+    assert has((256, 1024, 8192), True, 64, 64, 2)
+    assert has((776, 1232, 2224), True, 64, 176, 1)
+    assert has((512, 1024, 8192), True, 64, 256, 4)

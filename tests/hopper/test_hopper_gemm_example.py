@@ -233,7 +233,7 @@ def test_autotuner_varies_only_stages_and_rasterisation_within_a_family():
     family = hg.choose_config(16, 8192, 8192, tylo.bf16, 132, True, True)
     tuner = hg.autotuner(family)
     assert isinstance(tuner, Autotuner) and hg.autotuner(family) is tuner      # one per family
-    assert tuner.key == ["M", "N", "K"]
+    assert tuner.key == ["M", "N", "K", "A_MN", "B_MN"]
     assert {frozenset(c.constexprs) for c in tuner.configs} == {frozenset({"STAGES", "GROUP_M"})}
     assert all(c.threads == family.threads for c in tuner.configs)
     stages = {c.constexprs["STAGES"] for c in tuner.configs}

@@ -7,8 +7,10 @@
 before each, unless ``flush_l2=False``, a memset of a buffer twice the size of the L2 cache
 evicts whatever the previous call left there, so every call starts cold, and keeps the GPU busy
 while the host records the start event and launches ``fn`` (so small kernels are not timed
-with the launch latency in front of them). ``fn`` must queue its work on ``stream`` (the
-legacy default stream when None).
+with the launch latency in front of them). With ``flush_l2=False`` a hold (``tylo.testing.hold``: a
+one-thread kernel that spins ``HOLD_PER_CALL_MS`` per queued call and touches no memory) does that
+second job, so warm timings of small kernels measure the kernels too. ``fn`` must queue its work on
+``stream`` (the legacy default stream when None).
 
 The device side goes through a ``Timer`` (``CudaEventTimer`` by default); tests pass a fake one
 (``timer=``) that reads a simulated clock, so the counting and statistics run without a GPU.
@@ -21,11 +23,13 @@ from typing import Callable, Protocol
 
 import numpy as np
 
-__all__ = ["BenchResult", "Timer", "CudaEventTimer", "do_bench", "ESTIMATE_RUNS", "MAX_REPS"]
+__all__ = ["BenchResult", "Timer", "CudaEventTimer", "do_bench", "ESTIMATE_RUNS", "MAX_REPS", "HOLD_PER_CALL_MS"]
 
 ESTIMATE_RUNS = 5          # timed calls that estimate one call's duration
 MAX_REPS = 10_000          # timed calls at most (a 1 us kernel with rep=100 would otherwise ask 100 000)
 _MIN_ESTIMATE_MS = 1e-4    # below the event resolution; guards the division for instant calls
+HOLD_PER_CALL_MS = 0.03    # GPU time held per queued call without a flush: more than a host launch path takes
+                           # (tylo 11-19 us, torch 15-18 us, Triton 27 us on the H200's host)
 
 
 @dataclass(frozen=True)
@@ -49,6 +53,9 @@ class Timer(Protocol):
 
     def flush_l2(self) -> None:
         """Queue work that evicts the L2 cache (before a timed call)."""
+
+    def hold(self, ms: float) -> None:
+        """Queue at least ``ms`` of GPU work that leaves the L2 alone (before a sample, without a flush)."""
 
     def mark(self) -> object:
         """Record a point in the stream's order; return a handle for ``elapsed_ms``."""
@@ -105,6 +112,11 @@ class CudaEventTimer:
         ptr, nbytes = _flush_buffer(self._device)
         events.memset_d8_async(ptr, 0, nbytes, self._stream)
 
+    def hold(self, ms: float) -> None:
+        from .hold import hold
+
+        hold(ms, self._stream, self._device)
+
     def mark(self) -> int:
         from ..runtime import events
 
@@ -131,16 +143,20 @@ class CudaEventTimer:
             events.event_destroy(event)
 
 
-def _timed_runs(fn: Callable, timer, n: int, flush_l2: bool) -> list[float]:
+def _timed_runs(fn: Callable, timer, n: int, flush_l2: bool, batch: int = 1) -> list[float]:
+    """Per-call milliseconds of ``n`` samples of ``batch`` calls each."""
     marks = []
     for _ in range(n):
         if flush_l2:
             timer.flush_l2()
+        else:
+            timer.hold(batch * HOLD_PER_CALL_MS)
         start = timer.mark()
-        fn()
+        for _ in range(batch):
+            fn()
         marks.append((start, timer.mark()))
     timer.synchronize()
-    return [timer.elapsed_ms(a, b) for a, b in marks]
+    return [timer.elapsed_ms(a, b) / batch for a, b in marks]
 
 
 def _check_budget(value, what: str) -> float:
@@ -150,11 +166,14 @@ def _check_budget(value, what: str) -> float:
 
 
 def do_bench(fn: Callable[[], object], warmup: float = 25, rep: float = 100, *, flush_l2: bool = True,
-             quantiles=(0.2, 0.5, 0.8), stream=None, timer: Timer | None = None) -> BenchResult:
+             quantiles=(0.2, 0.5, 0.8), stream=None, timer: Timer | None = None, batch: int = 1) -> BenchResult:
     """Time ``fn()`` (which queues GPU work on ``stream``) and return a ``BenchResult``.
 
     ``warmup`` and ``rep`` are milliseconds (see the module doc for how they become counts).
-    ``flush_l2`` clears the L2 cache before every timed call. ``quantiles`` are levels in
+    ``flush_l2`` clears the L2 cache before every timed call. ``batch``: calls per timed sample, back to back
+    between one pair of events (a sample's figure is their mean; ``n`` counts samples): with
+    ``flush_l2=False``, the warm back-to-back regime of a kernel run in a loop, where the launch latency in
+    front of a sample's first call is spread over the batch. ``quantiles`` are levels in
     [0, 1]. ``timer`` replaces the CUDA events (tests); without it and without a GPU this
     raises ``tylo.runtime.errors.NoGPUError``.
     """
@@ -162,6 +181,8 @@ def do_bench(fn: Callable[[], object], warmup: float = 25, rep: float = 100, *, 
         raise TypeError(f"do_bench: fn must be callable, got {type(fn).__name__}")
     warmup = _check_budget(warmup, "warmup")
     rep = _check_budget(rep, "rep")
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise ValueError(f"do_bench: batch is a count of calls per timed sample (an int >= 1), got {batch!r}")
     levels = tuple(float(q) for q in quantiles)
     if any(not 0.0 <= q <= 1.0 for q in levels):
         raise ValueError(f"do_bench: quantiles are levels in [0, 1], got {quantiles!r}")
@@ -171,13 +192,14 @@ def do_bench(fn: Callable[[], object], warmup: float = 25, rep: float = 100, *, 
     try:
         fn()                       # compile, load, first-touch: never timed
         timer.synchronize()
-        estimate = float(np.mean(_timed_runs(fn, timer, ESTIMATE_RUNS, flush_l2)))
+        estimate = float(np.mean(_timed_runs(fn, timer, ESTIMATE_RUNS, flush_l2, batch)))
         per_call = max(estimate, _MIN_ESTIMATE_MS)
         n_warmup = max(1, int(warmup / per_call))
         n_rep = min(MAX_REPS, max(1, int(rep / per_call)))
         for _ in range(n_warmup):
             fn()
-        times = np.asarray(_timed_runs(fn, timer, n_rep, flush_l2), dtype=np.float64)
+        samples = max(1, n_rep // batch)
+        times = np.asarray(_timed_runs(fn, timer, samples, flush_l2, batch), dtype=np.float64)
     finally:
         if own:
             timer.close()
