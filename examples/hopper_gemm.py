@@ -1304,6 +1304,8 @@ def tuned_config(c, a, b, M, N, K, stream, dtype, sms, a_mn, b_mn, row_align):
             runs[repr(cfg)] = (cfg, prepare(c, a, b, M, N, K, stream, config=cfg))
         except ValueError:        # refused for these arrays (their alignment): not a candidate here
             continue
+    if not runs:                  # every candidate refused: the heuristic's pick, whose prepare says why
+        return choose_config(M, N, K, dtype, sms, not a_mn, not b_mn, row_align)
     key = (("M", M), ("N", N), ("K", K), ("dtype", dtype.name), ("A", "M-major" if a_mn else "K-major"),
            ("B", "N-major" if b_mn else "K-major"), ("row_align", row_align), ("sms", sms))
     best = tylo.tune_launches("hopper_gemm.launch", key, {label: run for label, (_, run) in runs.items()},
