@@ -1298,19 +1298,20 @@ def tuning_candidates(M, N, K, dtype=tylo.bf16, sms=132, a_k_major=True, b_k_maj
 def tuned_config(c, a, b, M, N, K, stream, dtype, sms, a_mn, b_mn, row_align):
     """The fastest of ``tuning_candidates`` on these arrays (``tylo.tune_launches``: timed on the first call for
     the shape, layouts and alignment, then read from the tylo cache; ``tylo cache list`` shows the timings)."""
-    runs = {}
+    configs, runs = {}, {}
     for cfg in tuning_candidates(M, N, K, dtype, sms, not a_mn, not b_mn, row_align):
         try:
-            runs[repr(cfg)] = (cfg, prepare(c, a, b, M, N, K, stream, config=cfg))
+            runs[repr(cfg)] = prepare(c, a, b, M, N, K, stream, config=cfg)
         except ValueError:        # refused for these arrays (their alignment): not a candidate here
             continue
+        configs[repr(cfg)] = cfg
     if not runs:                  # every candidate refused: the heuristic's pick, whose prepare says why
         return choose_config(M, N, K, dtype, sms, not a_mn, not b_mn, row_align)
     key = (("M", M), ("N", N), ("K", K), ("dtype", dtype.name), ("A", "M-major" if a_mn else "K-major"),
            ("B", "N-major" if b_mn else "K-major"), ("row_align", row_align), ("sms", sms))
-    best = tylo.tune_launches("hopper_gemm.launch", key, {label: run for label, (_, run) in runs.items()},
-                              source=_kernel_source(), stream=launch_stream(stream, c), **TUNING_REGIME)
-    return runs[best][0]
+    best = tylo.tune_launches("hopper_gemm.launch", key, runs, source=_kernel_source(),
+                              stream=launch_stream(stream, c), **TUNING_REGIME)
+    return configs[best]
 
 
 @functools.lru_cache(maxsize=1)

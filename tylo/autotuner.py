@@ -555,7 +555,7 @@ class Autotuner:
         try:
             ck = self.kernel.compile(signature, arch=arch, constexprs=constexprs, block=config.block)
         except Exception as exc:   # a config that does not compile is reported and skipped
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            first = _first_line(exc)
             warnings.warn(f"autotune {self.__name__}: {config!r} does not compile, skipped: {first}",
                           AutotuneWarning, stacklevel=4)
             return ConfigTiming(repr(config), "failed", f"does not compile: {first}"), {}
@@ -592,7 +592,7 @@ class Autotuner:
             r = do_bench(call, self.warmup, self.rep, stream=stream, timer=self.timer, flush_l2=self.flush_l2,
                          batch=self.batch)
         except Exception as exc:
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            first = _first_line(exc)
             warnings.warn(f"autotune {self.__name__}: {config!r} failed to run, skipped: {first}",
                           AutotuneWarning, stacklevel=4)
             return ConfigTiming(repr(config), "failed", f"does not run: {first}", **info)
@@ -631,6 +631,13 @@ class Autotuner:
 
             for _ptr, copy, _n in saved:
                 driver.mem_free(copy)
+
+
+def _first_line(exc: BaseException) -> str:
+    """The first line of an exception's message (its type's name when it has none): what a skipped
+    configuration's warning and record say."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _device_target(arch, who) -> tuple[str, str]:
@@ -703,7 +710,7 @@ def _time_launches(name, key, candidates, identity, budget, stream, timer, clock
             r = do_bench(fn, warmup, rep, flush_l2=flush_l2, stream=stream, timer=timer, batch=batch)
             timings.append(ConfigTiming(label, "ok", "", r.median_ms, r.quantiles, r.mean_ms, r.min_ms, r.n))
         except Exception as exc:     # a candidate that cannot run is reported and skipped
-            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            first = _first_line(exc)
             warnings.warn(f"tune_launches {name}: {label} failed to run, skipped: {first}", AutotuneWarning,
                           stacklevel=4)
             timings.append(ConfigTiming(label, "failed", f"does not run: {first}"))

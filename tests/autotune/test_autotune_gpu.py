@@ -18,13 +18,18 @@ def cdiv(a, b):
     return -(-a // b)
 
 
-def test_do_bench_times_a_kernel_with_events():
-    n = 1 << 24
+def doubling(n):
+    """(x, out, run): fresh random x, a NaN-filled out, and a launch of out = 2 x."""
     x = tylo.to_device(rng.standard_normal(n).astype(np.float32))
     out = tylo.to_device(np.full(n, np.nan, np.float32))
 
     def run():
         tk.staged_scale[cdiv(n, 256), 256](out, x, n, 256, 256)
+    return x, out, run
+
+
+def test_do_bench_times_a_kernel_with_events():
+    x, out, run = doubling(1 << 24)
     cold = do_bench(run, warmup=5, rep=50)
     warm = do_bench(run, warmup=5, rep=50, flush_l2=False, quantiles=(0.5,))
     for r in (cold, warm):
@@ -40,12 +45,7 @@ def test_warm_batches_behind_a_hold_time_the_kernel_not_the_launch_path():
     # a kernel much shorter than the host's launch path: without the hold, each warm sample would be the
     # launch path's length; with it, ten calls run back to back and the figure is the kernel's
     from tylo.testing.bench import CudaEventTimer
-    n = 1 << 10
-    x = tylo.to_device(rng.standard_normal(n).astype(np.float32))
-    out = tylo.to_device(np.full(n, np.nan, np.float32))
-
-    def run():
-        tk.staged_scale[cdiv(n, 256), 256](out, x, n, 256, 256)
+    x, out, run = doubling(1 << 10)
     run()
     warm = do_bench(run, warmup=5, rep=20, flush_l2=False, batch=10)
     timer = CudaEventTimer()

@@ -172,9 +172,8 @@ def do_bench(fn: Callable[[], object], warmup: float = 25, rep: float = 100, *, 
     ``warmup`` and ``rep`` are milliseconds (see the module doc for how they become counts).
     ``flush_l2`` clears the L2 cache before every timed call. ``batch``: calls per timed sample, back to back
     between one pair of events (a sample's figure is their mean; ``n`` counts samples): with
-    ``flush_l2=False``, the warm back-to-back regime of a kernel run in a loop, where the launch latency in
-    front of a sample's first call is spread over the batch. ``quantiles`` are levels in
-    [0, 1]. ``timer`` replaces the CUDA events (tests); without it and without a GPU this
+    ``flush_l2=False`` (behind the hold), the warm back-to-back regime of a kernel run in a loop.
+    ``quantiles`` are levels in [0, 1]. ``timer`` replaces the CUDA events (tests); without it and without a GPU this
     raises ``tylo.runtime.errors.NoGPUError``.
     """
     if not callable(fn):
