@@ -8,6 +8,7 @@ from tylo import Layout, Ownership
 from tylo.ir.types import bf16, f32
 from tylo.lang.copy import commit_copies, cp_async, ldmatrix, stmatrix, wait_copies
 from tylo.lang.mma import MMAAtom, mma_sync
+from tylo.lang.sync import wait_at_least
 from tylo.lang.tcgen05 import Tcgen05MMA
 from tylo.lang.tmem import TmemTile, TmemTransfer, partition
 from tylo.layouts import window
@@ -139,6 +140,14 @@ def tcgen05(out, descs):
     out[tylo.thread_idx.x] = done.values[0]
 
 
+@tylo.jit
+def counter_wait(counter, n):
+    # one thread counts its CTA in and waits for n arrivals (a flag between CTAs)
+    if tylo.thread_idx.x == 0:
+        tylo.atomic_add(counter, 1)
+        wait_at_least(counter, n)
+
+
 @tylo.jit(debug=True)
 def assertions(x, n):
     i = tylo.thread_idx.x
@@ -173,4 +182,5 @@ NV_KERNELS = {
     "wgmma": (wgmma, "*f32, *bf16, *bf16", "sm_90a"),
     "tcgen05": (tcgen05, "*f32, *u64", "sm_100a"),
     "assertions": (assertions, "*f32, i32", "sm_80"),
+    "counter_wait": (counter_wait, "*i32, i32", "sm_80"),
 }

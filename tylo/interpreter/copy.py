@@ -79,10 +79,10 @@ def _st_async(th, op, ins, t):
     m = th.m
     dst, bar_ptr, rank, *values = ins
     rank = int(rank)
-    cta = next((c for c in m.ctas if c.rank == rank), None)
+    peers = m.cluster_ctas(th.cta)
+    cta = next((c for c in peers if c.rank == rank), None)
     if cta is None:
-        raise InterpreterError(f"{op.loc}: store_remote to CTA rank {rank}, outside the cluster of {len(m.ctas)} "
-                               f"CTA(s)")
+        raise InterpreterError(f"{op.loc}: store_remote to CTA rank {rank}, outside the cluster of {len(peers)} CTA(s)")
     if dst.buffer.cta is None or bar_ptr.buffer.cta is None:
         raise InterpreterError(f"{op.loc}: st.async needs a shared destination and a shared barrier")
     data = np.array(values, dtype=numpy_dtype(op.operands[3].type)).tobytes()

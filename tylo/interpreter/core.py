@@ -358,7 +358,7 @@ def _sreg(th, op, ins, t):
     if reg == "cluster.ctarank":
         return th.cta.rank
     if reg == "cluster.nctarank":
-        return len(th.m.ctas)
+        return len(th.m.cluster_ctas(th.cta))
     kind, axis = reg.split(".")
     i = "xyz".index(axis)
     return {"tid": th.tid, "ctaid": th.ctaid, "ntid": th.m.block, "nctaid": th.m.grid}[kind][i]

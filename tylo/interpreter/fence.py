@@ -5,9 +5,9 @@ The interpreter's memory holds one copy of every byte, so a fence changes no val
 hazard checker that the thread's generic-proxy writes so far are visible to the async proxy
 (``proxy_async``, ``proxy_async_shared``: TMA stores and WGMMA may read them, ``hazards.py``) or
 that its mbarrier initialisations are (``mbarrier_init``). The ordering fences (``acq_rel.<scope>``,
-``sc.<scope>``) only start a new epoch: the interpreter runs the CTAs of a grid one after another
-and keeps one copy of memory, so every write of an earlier CTA is visible to a later one; it does
-not check that cross-CTA global accesses are fenced.
+``sc.<scope>``) only start a new epoch: the interpreter runs the CTAs of a grid one after another (or, for
+a kernel that waits on a counter, all at once) and keeps one copy of memory, so every write of an earlier
+CTA is visible to a later one; it does not check that cross-CTA global accesses are fenced.
 """
 from __future__ import annotations
 

@@ -10,7 +10,9 @@ and a seeded scheduler.
   order where the hardware orders them (``after``), or when a wait forces it.
 * Shared memory is one byte array per CTA (``SharedBytes``), so shared pointers have addresses;
   the hazard checker (``hazards.py``) shadows it.
-* The CTAs of a cluster run together (multicast, cluster barriers); clusters run one after another.
+* The CTAs of a cluster run together (multicast, cluster barriers); clusters run one after another,
+  except in a kernel that waits on a counter other CTAs raise (``nv.wait_at_least``): there every CTA of the
+  grid runs at once (clusters of one CTA only), as the GPU runs a grid it can hold whole.
 """
 from __future__ import annotations
 
@@ -51,10 +53,11 @@ class CTA:
     """One CTA: its shared memory (laid out symbol after symbol at each one's alignment), its
     mbarriers (by shared byte address), named barriers, and threads."""
 
-    def __init__(self, machine, ctaid, rank):
+    def __init__(self, machine, ctaid, rank, cluster=0):
         self.m = machine
         self.ctaid = ctaid
         self.rank = rank
+        self.cluster = cluster          # which of the CTAs running together are its cluster's
         self.symbols = {}
         top = 0
         for sym, dtype, count, align in machine.kernel.attrs.get("shared", ()):
@@ -108,6 +111,10 @@ class Machine:
         self.ctas = []
         self.open_cluster_phase()
         self.cluster_phase = 0
+
+    def cluster_ctas(self, cta):
+        """The running CTAs of ``cta``'s cluster (the ranks its cluster operations address)."""
+        return [c for c in self.ctas if c.cluster == cta.cluster]
 
     def open_cluster_phase(self):
         """No thread has arrived at the cluster barrier's current phase."""
@@ -184,9 +191,11 @@ class Machine:
         return True
 
     # -- the scheduler -----------------------------------------------------------------------------
-    def run_cluster(self, ctaids, params):
+    def run_cluster(self, ctaids, params, clusters=1):
+        """Run the CTAs ``ctaids`` together: ``clusters`` consecutive clusters of equal size."""
         bx, by, bz = self.block
-        self.ctas = [CTA(self, c, r) for r, c in enumerate(ctaids)]
+        size = len(ctaids) // clusters
+        self.ctas = [CTA(self, c, i % size, i // size) for i, c in enumerate(ctaids)]
         threads = []
         for cta in self.ctas:
             for z in range(bz):
@@ -416,5 +425,13 @@ def run(kernel: Kernel, args, grid=(1, 1, 1), block=(1, 1, 1), cluster=(1, 1, 1)
             params.append(to_type(address, t))
         else:
             params.append(to_type(a, t))
-    for ids in _cluster_ids(grid, cluster):
+    groups = list(_cluster_ids(grid, cluster))
+    if any(op.name == "nv.wait_at_least" for op in kernel.walk()):
+        # CTAs wait for each other through global memory: the whole grid runs at once
+        if len(groups[0]) > 1:
+            raise InterpreterError("a kernel that waits on a counter (wait_at_least) runs its whole grid at once in "
+                                   "the interpreter, which models that for clusters of one CTA only")
+        m.run_cluster([ids[0] for ids in groups], params, clusters=len(groups))
+        return
+    for ids in groups:
         m.run_cluster(ids, params)

@@ -10,6 +10,10 @@
   preceded that fence (the fence's release pattern, ``fence.py``).
 * ``elect.sync``: true in the lowest live lane of the warp.
 * ``setmaxnreg``: checked (24 .. 256, a multiple of 8), no other effect.
+* ``nv.wait_at_least``: returns once the i32 it watches is at least the value in serial-number order (their
+  wrapping difference is non-negative). The CTAs that write it must run
+  alongside the waiter: ``run`` runs every CTA of a grid at once when its kernel waits so (``machine.py``), and
+  a wait no CTA can end is reported as a deadlock.
 """
 from __future__ import annotations
 
@@ -62,7 +66,15 @@ def _cluster_barrier(th, op, ins, t):
     return Suspend(("wait", lambda: True if m.cluster_phase > phase else None, op))
 
 
+def _wait_at_least(th, op, ins, t):
+    ptr, value = ins[0], int(ins[1])
+    m = th.m
+    # serial-number order: the wrapping 32-bit difference is non-negative
+    return Suspend(("wait", lambda: True if (int(m.load(ptr)) - value) % 2 ** 32 < 2 ** 31 else None, op))
+
+
 THREAD_SEMANTICS.add("nv.named_barrier", _named_barrier)
+THREAD_SEMANTICS.add("nv.wait_at_least", _wait_at_least)
 WARP_SEMANTICS.add("nv.elect_one", _elect)
 THREAD_SEMANTICS.add("nv.setmaxnreg", _setmaxnreg)
 THREAD_SEMANTICS.add("nv.cluster.barrier", _cluster_barrier)

@@ -151,7 +151,7 @@ def _commit(th, op, ins, t, mask=None):
     m = th.m
     # PTX ISA 9.7.16.10: the commit tracks the completion of *all* prior async tcgen05 operations of the thread
     covered = list(cta.state.get("tcgen05_issued", []))
-    targets = [cta] if mask is None else [c for c in m.ctas if int(mask) >> c.rank & 1]
+    targets = [cta] if mask is None else [c for c in m.cluster_ctas(cta) if int(mask) >> c.rank & 1]
     ptr = ins[0]
     bars = [barrier_at(th, Pointer(c.smem, ptr.offset, ptr.elem), op) for c in targets]
     clock = th.clock.copy()

@@ -75,7 +75,7 @@ def _load(th, op, ins, t):
     if mask is None:
         targets = [th.cta]
     else:
-        targets = [c for c in m.ctas if mask >> c.rank & 1]
+        targets = [c for c in m.cluster_ctas(th.cta) if mask >> c.rank & 1]
         if not targets:
             raise InterpreterError(f"{op.loc}: a multicast TMA load with an empty CTA mask")
     bars = [barrier_at(th, _in_cta(bar_ptr, c), op) for c in targets]

@@ -1,5 +1,5 @@
 """Inline PTX for named and cluster barriers, elect and setmaxnreg: ``convergent`` asm (never
-duplicated into divergent paths) with a memory clobber."""
+duplicated into divergent paths) with a memory clobber; and the counter wait, a spin loop of relaxed loads."""
 from __future__ import annotations
 
 from ..asm import MEMORY_CLOBBER, convergent_asm
@@ -39,3 +39,14 @@ def _cluster_barrier(lw, op):
             "arrive_relaxed": "barrier.cluster.arrive.relaxed.aligned;",
             "wait": "barrier.cluster.wait.acquire.aligned;"}[op.attrs["kind"]]
     convergent_asm(lw, text, _MEM, (), (), side_effects=True)
+
+
+@lowering("nv.wait_at_least")
+def _wait_at_least(lw, op):
+    ptr, value = op.operands
+    space = ".global" if ptr.type.space == "global" else ""
+    # a relaxed GPU-scope load sees other SMs' atomics (a weak load may be served from L1 forever); the wrapping
+    # difference compares in serial-number order; labels inside { } are local, so the loop can be inlined many times
+    lw.asm("{ .reg .pred p; .reg .s32 v; TYLO_SPIN: "
+           f"ld.relaxed.gpu{space}.s32 v, [$0]; sub.s32 v, v, $1; setp.lt.s32 p, v, 0; @p bra TYLO_SPIN; }}",
+           f"l,r,{_MEM}", (), [("i64", lw.address(ptr, 64)), ("i32", lw.ref(value))], side_effects=True)

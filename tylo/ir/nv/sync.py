@@ -1,15 +1,27 @@
-"""Synchronisation beyond the CTA barrier (sm_90+): named and cluster barriers, elect, setmaxnreg.
-
-All are collectives (``convergent``): every participating thread executes them together.
+"""Synchronisation beyond the CTA barrier: named and cluster barriers, elect, setmaxnreg (sm_90+), all
+collectives (``convergent``: every participating thread executes them together); and one thread's wait on a
+counter in global memory (``nv.wait_at_least``), the consumer's half of a flag between CTAs.
 """
 from __future__ import annotations
 
 from ..opdef import Attr, OpDef, one_of
 from ..ops import define_ops
+from ..types import PointerType
 
 __all__ = ["DEFINITIONS"]
 
 _RW = dict(memory="read_write")
+
+
+def _wait_at_least(op):
+    ptr, value = op.operands
+    if not (isinstance(ptr.type, PointerType) and ptr.type.space in ("global", "generic")
+            and ptr.type.elem.name == "i32"):
+        return f"waits on a global *i32, got {ptr.type}"
+    if value.type.name != "i32":
+        return f"compares with an i32, got {value.type}"
+    return None
+
 
 DEFINITIONS = define_ops(
     OpDef("nv.named_barrier", 2, 0, False, one_of("kind", ("sync", "arrive")), (Attr("kind", (str,)),),
@@ -21,4 +33,7 @@ DEFINITIONS = define_ops(
     OpDef("nv.cluster.barrier", 0, 0, False, one_of("kind", ("arrive", "arrive_relaxed", "wait")),
           (Attr("kind", (str,)),), convergent=True,
           doc="barrier.cluster.arrive.release / arrive.relaxed / wait.acquire", **_RW),
+    OpDef("nv.wait_at_least", 2, 0, False, _wait_at_least,
+          doc="ptr, value: spin (ld.relaxed.gpu) until the i32 at ptr is at least value in serial-number order "
+              "(the wrapping difference is non-negative)", **_RW),
 )
