@@ -299,6 +299,12 @@ def partial_columns(ws, slot, cons, j, TM: tylo.constexpr, TN: tylo.constexpr, W
 
 
 @functools.lru_cache(maxsize=None)
+def shared_unroll(share):
+    """Partials ``shared_fixup`` loads at once: ``share / 2`` registers each, up to 128 registers, at most 8."""
+    return max(1, min(8, 128 // share))
+
+
+@functools.lru_cache(maxsize=None)
 def reduction_unroll(tn, consumers):
     """Partials the fixup loads at once before adding them: as many as fit beside the running sum (tn / 2 f32
     registers each) without spilling: 4 for tn <= 32 (or 64 with one consumer, which has the whole register
@@ -425,7 +431,7 @@ def shared_fixup(res, ws, counters, out, job, tile, dp_tiles, workers, ktiles, s
             wait_at_least(generation, seen + 1)
     mb.named_barrier_sync(1 + cons, 128)
     tylo.fence_acq_rel("gpu")
-    UNROLL = max(1, min(8, 128 // SHARE))         # SHARE / 2 registers per partial
+    UNROLL = shared_unroll(SHARE)
     for j in range(w - first, TN // SHARE, parts):
         band = sum_partials(ws, first, last, base, workers, sk_iters, cons, j, TM, TN, SHARE, UNROLL)
         store_direct(band, out, row, col + SHARE * j, M, N, ld_row, ld_col, SHARE)
@@ -865,18 +871,21 @@ def shared_bands(config, plan):
     return config.tn // count if count >= 2 else 0
 
 
-# the partial bytes a tile half's last arriver reads from which sharing the sum pays (H200, session 20, same
-# configuration and run: 8 x 16 KB (64 x 64 split 8) and 4 x 64 KB per half (128 x 128 split 4) gained 3-8%,
-# 4 x 32 KB level to 1%; 4 x 16 KB, 3 x 32 KB and 2 x 16 KB lost 2-5%: the waiters' notification costs about
-# what a short sum does)
+# where sharing the sum pays: a tile half's last arriver would read at least this many bytes of partials, from at
+# least SHARED_SUM_PARTS workers (H200, session 20, same configuration and run: 8 x 16 KB (64 x 64 split 8), 16 x
+# 32 KB and 4 x 64 KB per half (128 x 128 split 4) gained 3-27%, 4 x 32 KB level to 1%; 4 x 16 KB, 3 x 32 KB and
+# 2 x 16 KB lost 2-5%, 2 x 64 KB (128 x 128 split 2) level: the waiters' notification costs about what a short
+# sum does, and two partials leave little to share)
 SHARED_SUM_BYTES = 128 * 1024
+SHARED_SUM_PARTS = 4
 
 
 def fixup_share(config, plan):
-    """The kernel's SHARE: ``shared_bands`` where the last arriver would read at least ``SHARED_SUM_BYTES`` of
-    partials per tile half, else 0 (``fixup``)."""
+    """The kernel's SHARE: ``shared_bands`` where a tile half's last arriver would read at least
+    ``SHARED_SUM_BYTES`` of partials from at least ``SHARED_SUM_PARTS`` workers, else 0 (``fixup``)."""
     parts = min(config.split_k, plan.ktiles)
-    return shared_bands(config, plan) if parts * 64 * config.tn * 4 >= SHARED_SUM_BYTES else 0
+    pays = parts >= SHARED_SUM_PARTS and parts * 64 * config.tn * 4 >= SHARED_SUM_BYTES
+    return shared_bands(config, plan) if pays else 0
 
 
 def k_steps(K, itemsize):

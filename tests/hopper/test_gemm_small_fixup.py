@@ -168,6 +168,10 @@ def test_workers_share_the_sum_only_where_all_run_at_once_and_it_pays():
     assert hg.fixup_share(C(tn=128, split_k=4), plan(C(tn=128, split_k=4), 256, 1024, 8192)) == 32
     stream = C(tn=64, consumers=1, stream_k=True)
     assert hg.shared_bands(stream, plan(stream, 64, 1024, 8192)) == 0
+    # two partials of 64 KB per half: little to share (128 x 256 split 2 at 256x8192x28672: 128 CTAs)
+    wide2 = C(tn=256, split_k=2)
+    assert hg.shared_bands(wide2, plan(wide2, 256, 8192, 28672)) > 0 and hg.fixup_share(wide2, plan(wide2, 256, 8192,
+                                                                                                     28672)) == 0
     # one 8-column band cannot be shared
     narrow = C(tn=8, consumers=1, split_k=8, swap_ab=True, direct=True)
     assert hg.shared_bands(narrow, plan(narrow, 64, 8, 8192)) == 0
