@@ -146,6 +146,8 @@ def counter_wait(counter, n):
     if tylo.thread_idx.x == 0:
         tylo.atomic_add(counter, 1)
         wait_at_least(counter, n)
+        if not wait_at_least(counter, n + 1, 16):      # a bounded wait: false after 16 loads
+            tylo.atomic_add(counter, -1)
 
 
 @tylo.jit(debug=True)

@@ -38,11 +38,12 @@ def _rows(x):
     return out
 
 
-def gemm(a, b, cfg, sms, ctas=None, seed=0, mn_major=False, shared=True):
+def gemm(a, b, cfg, sms, ctas=None, seed=0, mn_major=False, shared=True, whole_grid=None):
     """C = A @ B in the interpreter the way ``launch`` runs it: the schedule for ``sms`` SMs, ``ctas``
     persistent CTAs (default: the schedule's grid, whose workers share the sums where ``shared_bands`` allows and
     ``shared``: where the kernel can, not only where it pays); K-major operands (A row-major, B column-major), or with ``mn_major`` A column-major and B
-    row-major. Returns (C, counters, schedule, share)."""
+    row-major; ``whole_grid=False`` runs the CTAs one after another even so (as on a GPU busy with other work).
+    Returns (C, counters, schedule, share)."""
     M, K = a.shape
     N = b.shape[1]
     c = np.full((M, N), np.nan, BF16)
@@ -56,9 +57,9 @@ def gemm(a, b, cfg, sms, ctas=None, seed=0, mn_major=False, shared=True):
     share = hg.shared_bands(cfg, plan) if ctas is None and shared else 0
     # partials unread until written; the generation words past them start anywhere (here NaN's bits)
     ws = np.full(max(4, 2 * plan.workers * cfg.tm * cfg.tn + plan.cut_tiles * cfg.consumers), np.nan, np.float32)
-    counters = np.zeros(max(4, plan.cut_tiles * cfg.consumers), np.int32)
+    counters = np.zeros(max(4, (plan.cut_tiles + (plan.workers if share else 0)) * cfg.consumers), np.int32)
     run(_ir(cfg, mn_major, share), [c_map, a_map, b_map, c, ws, counters, mk, nk, K, ld_row, ld_col, plan.dp_tiles, plan.workers],
-        grid=(ctas or plan.grid,), block=(cfg.threads,), seed=seed)
+        grid=(ctas or plan.grid,), block=(cfg.threads,), seed=seed, whole_grid=whole_grid)
     return c, counters, plan, share
 
 
@@ -175,3 +176,18 @@ def test_workers_share_the_sum_only_where_all_run_at_once_and_it_pays():
     # one 8-column band cannot be shared
     narrow = C(tn=8, consumers=1, split_k=8, swap_ab=True, direct=True)
     assert hg.shared_bands(narrow, plan(narrow, 64, 8, 8192)) == 0
+
+
+@pytest.mark.parametrize("name", ["shared-split3-64x64-direct", "shared-split2-128x64"])
+def test_shared_sums_degrade_to_the_last_arriver_when_workers_cannot_wait(name):
+    # CTAs one after another (a GPU busy with other work: not every worker resident): each owner's bounded wait for
+    # the last arrival gives up, and the last arriver sums the bands of those that gave up: the same bits
+    cfg, M, N, K, sms = CASES[name]
+    a, b = operands(M, N, K, seed=5, exact=False)
+    together = gemm(a, b, cfg, sms)
+    apart = gemm(a, b, cfg, sms, whole_grid=False)
+    assert together[3] > 0 and apart[3] == together[3]
+    assert np.array_equal(apart[0].view(np.uint16), together[0].view(np.uint16))
+    assert not apart[1].any() and not together[1].any()
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.linalg.norm(apart[0].astype(np.float64) - ref) / np.linalg.norm(ref) < 4e-3

@@ -78,3 +78,28 @@ def test_the_wait_compares_in_serial_number_order_across_the_wrap(start):
     next_generation[(2,), (1,)](word, ready, out)     # one thread per CTA
     # int32 max + 1 wraps to int32 min, which is "at least" int32 max + 1 in serial-number order
     assert out[0] == start and out[1] == np.int32(start + 1 if start < 2 ** 31 - 1 else -2 ** 31)
+
+
+@tylo.jit
+def bounded(word, out):
+    """CTA 0 waits (bounded) for CTA 1's increment and records whether it came."""
+    if tylo.block_idx.x == 0:
+        out[0] = tylo.where(wait_at_least(word, 1, 64), 1, 2)
+    else:
+        tylo.atomic_add(word, 1)
+
+
+@pytest.mark.parametrize("whole_grid", [True, False])
+def test_a_bounded_wait_gives_up_when_nothing_else_can_move(whole_grid):
+    from tylo.interpreter import run
+
+    kernel = bounded.lower("*i32, *i32", arch="sm_90a")
+    word, out = np.zeros(1, np.int32), np.zeros(1, np.int32)
+    # CTAs one after another (as on a GPU busy with other work): CTA 0's wait cannot end, so it gives up
+    run(kernel, [word, out], grid=(2,), block=(1,), whole_grid=whole_grid)
+    assert out[0] == (1 if whole_grid else 2) and word[0] == 1
+
+
+def test_a_bounded_wait_counts_its_loads_in_ptx():
+    ptx = bounded.compile("*i32, *i32", arch="sm_90a").ptx
+    assert "mov.s32 n, 64;" in ptx and "ld.relaxed.gpu.global.s32" in ptx

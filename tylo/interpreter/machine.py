@@ -259,6 +259,8 @@ class Machine:
                 continue
             if self._complete_some(force=True):
                 continue
+            if self._give_up_bounded_waits(request, reply):
+                continue
             self._deadlock(threads, request, done)
         for cta in self.ctas:
             for r in cta.shadow.readers:
@@ -367,6 +369,17 @@ class Machine:
         cta.named[bid]["arrived"].append((thread.clock.copy(), set(thread.seen)))
         thread.clock[thread.index] += 1
 
+    @staticmethod
+    def _give_up_bounded_waits(request, reply) -> bool:
+        """Everything is blocked: answer the waits that may give up (``("wait", ready, op, answer)``) with their
+        answer (a bounded ``wait_at_least``: false)."""
+        gave_up = False
+        for i, r in enumerate(request):
+            if r is not None and r[0] == "wait" and len(r) > 3 and r[3] is not None:
+                request[i], reply[i] = None, r[3]
+                gave_up = True
+        return gave_up
+
     def _deadlock(self, threads, request, done):
         lines = []
         per_warp = {}
@@ -394,11 +407,13 @@ def _cluster_ids(grid, cluster):
                        for x in range(cluster[0])]
 
 
-def run(kernel: Kernel, args, grid=(1, 1, 1), block=(1, 1, 1), cluster=(1, 1, 1), seed=0, hazards=True) -> None:
+def run(kernel: Kernel, args, grid=(1, 1, 1), block=(1, 1, 1), cluster=(1, 1, 1), seed=0, hazards=True,
+        whole_grid=None) -> None:
     """Run ``kernel`` (IR from ``JITFunction.lower``) on numpy arrays (modified in place), scalars and
     TMA bindings (``prepare_tma`` of numpy arrays). ``cluster``: CTAs that run together; ``seed``:
     the scheduler's choices (None: no random delays); ``hazards``: raise ``HazardError`` on a
-    synchronisation bug."""
+    synchronisation bug; ``whole_grid``: run every CTA at once (default: when the kernel waits on a counter,
+    ``nv.wait_at_least``; False runs clusters one after another anyway, as a GPU busy with other work might)."""
     grid = tuple(grid) + (1,) * (3 - len(tuple(grid)))
     block = tuple(block) + (1,) * (3 - len(tuple(block)))
     cluster = tuple(cluster) + (1,) * (3 - len(tuple(cluster)))
@@ -426,7 +441,9 @@ def run(kernel: Kernel, args, grid=(1, 1, 1), block=(1, 1, 1), cluster=(1, 1, 1)
         else:
             params.append(to_type(a, t))
     groups = list(_cluster_ids(grid, cluster))
-    if any(op.name == "nv.wait_at_least" for op in kernel.walk()):
+    if whole_grid is None:
+        whole_grid = any(op.name == "nv.wait_at_least" for op in kernel.walk())
+    if whole_grid:
         # CTAs wait for each other through global memory: the whole grid runs at once
         if len(groups[0]) > 1:
             raise InterpreterError("a kernel that waits on a counter (wait_at_least) runs its whole grid at once in "

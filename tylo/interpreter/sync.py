@@ -10,8 +10,9 @@
   preceded that fence (the fence's release pattern, ``fence.py``).
 * ``elect.sync``: true in the lowest live lane of the warp.
 * ``setmaxnreg``: checked (24 .. 256, a multiple of 8), no other effect.
-* ``nv.wait_at_least``: returns once the i32 it watches is at least the value in serial-number order (their
-  wrapping difference is non-negative). The CTAs that write it must run
+* ``nv.wait_at_least``: returns true once the i32 it watches is at least the value in serial-number order (their
+  wrapping difference is non-negative); a bounded one (``polls`` > 0) returns false when every live thread is
+  blocked (its loads would run out before anything changed). The CTAs that write it must run
   alongside the waiter: ``run`` runs every CTA of a grid at once when its kernel waits so (``machine.py``), and
   a wait no CTA can end is reported as a deadlock.
 """
@@ -69,8 +70,10 @@ def _cluster_barrier(th, op, ins, t):
 def _wait_at_least(th, op, ins, t):
     ptr, value = ins[0], int(ins[1])
     m = th.m
-    # serial-number order: the wrapping 32-bit difference is non-negative
-    return Suspend(("wait", lambda: True if (int(m.load(ptr)) - value) % 2 ** 32 < 2 ** 31 else None, op))
+    # serial-number order: the wrapping 32-bit difference is non-negative; a bounded wait gives up (false) when
+    # nothing else can move (the scheduler's stall: ``machine.py``)
+    return Suspend(("wait", lambda: True if (int(m.load(ptr)) - value) % 2 ** 32 < 2 ** 31 else None, op,
+                    False if op.attrs["polls"] else None))
 
 
 THREAD_SEMANTICS.add("nv.named_barrier", _named_barrier)

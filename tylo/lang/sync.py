@@ -11,7 +11,7 @@ warpgroup_idx() -> i32          linear thread index // 128
 setmaxnreg_inc(n)/_dec(n)       ``setmaxnreg.{inc,dec}.sync.aligned.u32 n``
 cluster_arrive()/_wait()        ``barrier.cluster.arrive.release`` / ``.wait.acquire``
 cluster_ctarank(), _size()      ``%cluster_ctarank``, ``%cluster_nctarank``
-wait_at_least(ptr, value)       spin on ``ld.relaxed.gpu`` until ``*ptr - value >= 0`` (one thread)
+wait_at_least(ptr, v, polls)    spin on ``ld.relaxed.gpu`` until ``*ptr - v >= 0`` (one thread; bounded: -> bool)
 ==============================  ============================================================
 """
 from __future__ import annotations
@@ -139,15 +139,20 @@ def cluster_sync(relaxed=False, *, _ctx):
 # -- a counter between CTAs ------------------------------------------------------------------------------
 
 @builtin
-def wait_at_least(ptr, value, *, _ctx):
+def wait_at_least(ptr, value, polls=0, *, _ctx):
     """Spin until the i32 at global ``ptr`` is at least ``value`` in serial-number order (``*ptr - value``, wrapping,
     is non-negative as a signed 32-bit number, so a counter may wrap around): the waiting half of a counter that
     other CTAs raise with ``atomic_add``. The loads are relaxed at GPU scope, so follow the wait with
     ``fence_acq_rel("gpu")`` to see what the writers stored before their (fenced) increments. The writers must be
     able to run while this thread waits: size the grid so every CTA is resident at once (the interpreter then runs
-    them together), or a CTA waits for one that cannot start until it exits."""
+    them together), or a CTA waits for one that cannot start until it exits; or bound the wait: ``polls`` > 0 (a
+    compile-time count) gives up after that many loads. Returns whether the value was reached (a bool; always
+    true without a bound)."""
     if not (isinstance(ptr, Value) and isinstance(ptr.type, PointerType) and ptr.type.space in ("global", "generic")
             and ptr.type.elem == T.i32):
         raise LangError(f"wait_at_least waits on a global *i32 pointer, got "
                         f"{ptr.type if isinstance(ptr, Value) else repr(ptr)}")
-    _ctx.builder.create("nv.wait_at_least", [ptr, i32_operand(_ctx, value, "wait_at_least's value")], [], {})
+    if not isinstance(polls, int) or isinstance(polls, bool) or polls < 0:
+        raise LangError(f"wait_at_least: polls is a compile-time count (0: no bound), got {polls!r}")
+    return _ctx.builder.value("nv.wait_at_least", [ptr, i32_operand(_ctx, value, "wait_at_least's value")], T.bool_,
+                              polls=polls)

@@ -44,9 +44,20 @@ def _cluster_barrier(lw, op):
 @lowering("nv.wait_at_least")
 def _wait_at_least(lw, op):
     ptr, value = op.operands
+    polls = op.attrs["polls"]
     space = ".global" if ptr.type.space == "global" else ""
     # a relaxed GPU-scope load sees other SMs' atomics (a weak load may be served from L1 forever); the wrapping
-    # difference compares in serial-number order; labels inside { } are local, so the loop can be inlined many times
-    lw.asm("{ .reg .pred p; .reg .s32 v; TYLO_SPIN: "
-           f"ld.relaxed.gpu{space}.s32 v, [$0]; sub.s32 v, v, $1; setp.lt.s32 p, v, 0; @p bra TYLO_SPIN; }}",
-           f"l,r,{_MEM}", (), [("i64", lw.address(ptr, 64)), ("i32", lw.ref(value))], side_effects=True)
+    # difference compares in serial-number order; a bounded wait counts its loads down; labels inside { } are
+    # local, so the loop can be inlined many times
+    load = f"ld.relaxed.gpu{space}.s32 v, [$1]; sub.s32 v, v, $2; setp.ge.s32 p, v, 0; "
+    if polls:
+        text = ("{ .reg .pred p, q; .reg .s32 v, n; mov.s32 n, " + str(polls) + "; TYLO_SPIN: " + load
+                + "@p bra TYLO_DONE; sub.s32 n, n, 1; setp.gt.s32 q, n, 0; @q bra TYLO_SPIN; "
+                "TYLO_DONE: selp.u32 $0, 1, 0, p; }")
+    else:
+        text = "{ .reg .pred p; .reg .s32 v; TYLO_SPIN: " + load + "@!p bra TYLO_SPIN; selp.u32 $0, 1, 0, p; }"
+    (r,) = lw.asm(text, f"=r,l,r,{_MEM}", ["i32"], [("i64", lw.address(ptr, 64)), ("i32", lw.ref(value))],
+                  side_effects=True)
+    b = lw.fresh()
+    lw.emit(f"{b} = icmp ne i32 {r}, 0")
+    lw.bind(op.results[0], b)

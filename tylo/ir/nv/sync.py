@@ -20,6 +20,10 @@ def _wait_at_least(op):
         return f"waits on a global *i32, got {ptr.type}"
     if value.type.name != "i32":
         return f"compares with an i32, got {value.type}"
+    if op.attrs["polls"] < 0:
+        return f"polls is a count (0: no bound), got {op.attrs['polls']}"
+    if op.results[0].type.name != "bool":
+        return "returns whether the value was reached (bool)"
     return None
 
 
@@ -33,7 +37,8 @@ DEFINITIONS = define_ops(
     OpDef("nv.cluster.barrier", 0, 0, False, one_of("kind", ("arrive", "arrive_relaxed", "wait")),
           (Attr("kind", (str,)),), convergent=True,
           doc="barrier.cluster.arrive.release / arrive.relaxed / wait.acquire", **_RW),
-    OpDef("nv.wait_at_least", 2, 0, False, _wait_at_least,
-          doc="ptr, value: spin (ld.relaxed.gpu) until the i32 at ptr is at least value in serial-number order "
-              "(the wrapping difference is non-negative)", **_RW),
+    OpDef("nv.wait_at_least", 2, 1, False, _wait_at_least, (Attr("polls", (int,)),),
+          doc="ptr, value -> bool: spin (ld.relaxed.gpu) until the i32 at ptr is at least value in serial-number "
+              "order (the wrapping difference is non-negative): true; or, with polls > 0, false after that many "
+              "loads without (polls = 0: no bound)", **_RW),
 )
