@@ -396,76 +396,81 @@ def fixup(res, ws, counters, flags, job, tile, dp_tiles, workers, ktiles, sk_ite
 
 
 @tylo.func
-def shared_fixup(res, ws, counters, flags, gave_up, out, job, tile, dp_tiles, workers, ktiles, sk_iters, cut_tiles,
-                 cons, lead, row, col, M, N, ld_row, ld_col, TM: tylo.constexpr, TN: tylo.constexpr,
-                 CONSUMERS: tylo.constexpr, SHARE: tylo.constexpr):
+def shared_fixup(res, ws, counters, flags, out, job, tile, dp_tiles, workers, ktiles, sk_iters, cut_tiles, cons, lead,
+                 row, col, M, N, ld_row, ld_col, TM: tylo.constexpr, TN: tylo.constexpr, CONSUMERS: tylo.constexpr,
+                 SHARE: tylo.constexpr):
     """``fixup`` with the sum shared out. ``fixup``'s last arriver reads every partial whole (8 x 16 KB for a 64 x 64
     tile in 8 splits, about 1.3 us of a 9.7 us GEMM: validation.md, session 20); here the tile's bands of SHARE
     columns are owned by its workers (band j by worker ``first + j % parts``), and each owner sums its own:
 
-    1. every worker stores its partial and counts its arrival; the last advances the tile half's generation word;
-    2. an owner waits (bounded: ``SHARED_POLLS`` loads) for the generation word to pass the value it read before
-       arriving, then records its decision in its word of ``counters``: 1, it sums its bands; 2, it gave up;
-    3. owners that saw the generation, and the last arriver, sum their bands of all partials in worker order
-       (bitwise ``fixup``'s sum) and store them from registers;
-    4. the last arriver waits for every other owner's decision (each has arrived, so each decides within its
-       bounded wait), resets the decisions and the count, and sums the bands of those that gave up.
+    1. every worker stores its partial and counts its arrival;
+    2. an owner other than the last arriver waits (bounded: ``SHARED_POLLS`` loads) until all have arrived; if they
+       have, it sums its bands of all partials in worker order (bitwise ``fixup``'s sum) and stores them from
+       registers; if not, it gives up and raises its flag word (past the arrival and departure counts);
+    3. every worker counts its departure, a giver-up with ``GAVE_UP`` added; the last to depart (all have
+       arrived by then) sums the bands of the owners that gave up, if the count says there are any, and resets
+       the flags and both counts for the next launch.
 
     No worker waits without bound for one that may not have started: on a GPU busy with other work the owners
-    give up and it degrades to ``fixup``. Split-K only (a worker's share lies in one tile), every job on a CTA of
-    its own. The generation words lie in ``ws`` past the partial slots, uninitialised (``wait_at_least``
-    compares in serial-number order, so they may wrap); the decisions in ``counters`` past the arrival counts,
-    zero between launches."""
+    give up and the sum degrades to ``fixup``'s; the common case costs one departure count more than it. Split-K
+    only (a worker's share lies in one tile), every job on a CTA of its own."""
     u = tile - dp_tiles
     base = u * ktiles
     w = job - dp_tiles
     BANDS = TN // SHARE
     UNROLL = shared_unroll(SHARE)
-    generation = tylo.bitcast(ws + 2 * workers * TM * TN, tylo.i32) + (u * CONSUMERS + cons)
-    decisions = counters + cut_tiles * CONSUMERS + cons          # worker v's at decisions + v * CONSUMERS
+    GAVE_UP = 65536                               # a departure's count of owners that gave up, above the departures
+    arrived = counters + (u * CONSUMERS + cons)
+    departed = counters + ((cut_tiles + u) * CONSUMERS + cons)
+    gave_up = counters + 2 * cut_tiles * CONSUMERS + cons       # worker v's flag at gave_up + v * CONSUMERS
     first = ((base + 1) * workers - 1) // sk_iters
     last = ((base + ktiles) * workers - 1) // sk_iters
     parts = last + 1 - first
-    seen = 0
-    if lead:
-        seen = tylo.atomic_add(generation, 0)     # before arriving: the tile cannot complete without this worker
     tylo.store(partial_tile(ws, partial_slot(w, base, workers, sk_iters), cons, TM, TN), res)
     tylo.fence_acq_rel("gpu")
     mb.named_barrier_sync(1 + cons, 128)          # the whole half's partial is written and fenced
     if lead:
-        arrived = counters + (u * CONSUMERS + cons)
-        role = 0                                  # 0: done; 1: sums its bands; 2: the last arriver
-        if tylo.atomic_add(arrived, 1) == parts - 1:
-            tylo.fence_acq_rel("gpu")             # every arrival it counted (each released its partial) before
-            tylo.atomic_add(generation, 1)        # the owners' release
-            role = 2
-        elif w - first < BANDS:
-            role = tylo.where(wait_at_least(generation, seen + 1, SHARED_POLLS), 1, 0)
-            tylo.atomic_exch(decisions + w * CONSUMERS, 2 - role)
-        flags[cons] = role
+        sums = 0                                  # whether this worker sums its bands
+        if w - first < BANDS:
+            if tylo.atomic_add(arrived, 1) == parts - 1:
+                sums = 1
+            else:
+                sums = tylo.where(wait_at_least(arrived, parts, SHARED_POLLS), 1, 0)
+                if sums == 0:
+                    tylo.atomic_exch(gave_up + w * CONSUMERS, 1)
+        else:
+            tylo.atomic_add(arrived, 1)
+        flags[cons] = sums
     mb.named_barrier_sync(1 + cons, 128)
-    role = flags[cons]
-    if role != 0:
+    sums = flags[cons]
+    if sums != 0:
         tylo.fence_acq_rel("gpu")
         for j in range(w - first, BANDS, parts):
             band = sum_partials(ws, first, last, base, workers, sk_iters, cons, j, TM, TN, SHARE, UNROLL)
             store_direct(band, out, row, col + SHARE * j, M, N, ld_row, ld_col, SHARE)
-    if role == 2:
-        # the other owners' decisions, one thread each (BANDS <= 32 owners)
-        t = tylo.thread_idx.x % 128
-        owner = first + t
-        if (t < tylo.minimum(parts, BANDS)) & (owner != w):
-            wait_at_least(decisions + owner * CONSUMERS, 1)
-            gave_up[cons * 32 + t] = tylo.where(tylo.atomic_exch(decisions + owner * CONSUMERS, 0) == 2, 1, 0)
-        mb.named_barrier_sync(1 + cons, 128)
-        for i in range(tylo.minimum(parts, BANDS)):
-            if first + i != w:
-                if gave_up[cons * 32 + i] != 0:
-                    for j in range(i, BANDS, parts):
-                        band = sum_partials(ws, first, last, base, workers, sk_iters, cons, j, TM, TN, SHARE, UNROLL)
-                        store_direct(band, out, row, col + SHARE * j, M, N, ld_row, ld_col, SHARE)
+    mb.named_barrier_sync(1 + cons, 128)          # every thread has read its partials and the flag
+    if lead:
+        tylo.fence_acq_rel("gpu")                 # (a giver-up's flag) before the departure
+        step = 1 + tylo.where((sums == 0) & (w - first < BANDS), GAVE_UP, 0)
+        count = tylo.atomic_add(departed, step) + step
+        flags[cons] = tylo.where(count % GAVE_UP == parts, tylo.where(count >= GAVE_UP, 2, 1), 0)
+    mb.named_barrier_sync(1 + cons, 128)
+    ending = flags[cons]                          # 0: others depart later; 1: the last, none gave up; 2: some did
+    if ending == 2:
+        tylo.fence_acq_rel("gpu")
+        for v in range(first, first + tylo.minimum(parts, BANDS)):
+            if gave_up[v * CONSUMERS] != 0:
+                for j in range(v - first, BANDS, parts):
+                    band = sum_partials(ws, first, last, base, workers, sk_iters, cons, j, TM, TN, SHARE, UNROLL)
+                    store_direct(band, out, row, col + SHARE * j, M, N, ld_row, ld_col, SHARE)
+        mb.named_barrier_sync(1 + cons, 128)      # every thread has read the flags
         if lead:
-            tylo.atomic_exch(counters + (u * CONSUMERS + cons), 0)
+            for v in range(first, first + tylo.minimum(parts, BANDS)):
+                gave_up[v * CONSUMERS] = 0
+    if ending != 0:
+        if lead:
+            tylo.atomic_exch(arrived, 0)
+            tylo.atomic_exch(departed, 0)
 
 
 def ring_holds_partials(cluster_k, tm, tn, stages):
@@ -549,8 +554,6 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
     bars = tylo.shared_array(tylo.u64, (2 * STAGES,), align=8)
     if FIXUP:
         flags = tylo.shared_array(tylo.i32, (2,), align=8)      # "this half arrived last", per consumer
-    if SHARE > 0:
-        gave_up = tylo.shared_array(tylo.i32, (64,), align=8)   # shared_fixup: owners that gave up, per consumer
     if CLUSTER_K > 1:
         red = tylo.shared_array(tylo.u64, (2,), align=8)        # cluster_reduce's two barriers
     full = bars.ptr
@@ -659,10 +662,9 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
                 if FIXUP:
                     if (kb > 0) | (ke < ktiles):         # a tile cut between workers
                         if SHARE > 0:
-                            shared_fixup(res, ws, counters, flags.ptr, gave_up.ptr, out, job, tile, dp_tiles,
-                                         workers, ktiles, sk_iters, num_g * num_gn - dp_tiles, cons, lead,
-                                         pm * TM + cons * 64, pn * TN, M, N, ld_row, ld_col, TM, TN, CONSUMERS,
-                                         SHARE)
+                            shared_fixup(res, ws, counters, flags.ptr, out, job, tile, dp_tiles, workers, ktiles,
+                                         sk_iters, num_g * num_gn - dp_tiles, cons, lead, pm * TM + cons * 64,
+                                         pn * TN, M, N, ld_row, ld_col, TM, TN, CONSUMERS, SHARE)
                             done = 0
                         else:
                             done, res = fixup(res, ws, counters, flags.ptr, job, tile, dp_tiles, workers, ktiles,
@@ -1559,12 +1561,11 @@ def prepare(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=Non
     # the fixup's partial tiles and arrival counters (left zero by every launch), per device and stream
     device, on = describe_array(c).device_ordinal, launch_stream(stream, c)
     fixup_workers, fixup_tiles = (plan.workers, plan.cut_tiles) if config.fixup else (0, 0)
-    # (and past them shared_fixup's generation words, one per cut tile half)
-    ws = stream_scratch("hopper_gemm.ws", 2 * fixup_workers * config.tm * config.tn + fixup_tiles * config.consumers,
-                        "f32", device, on, zero=False)
+    ws = stream_scratch("hopper_gemm.ws", 2 * fixup_workers * config.tm * config.tn, "f32", device, on, zero=False)
     share = fixup_share(config, plan)
-    # an arrival count per cut tile half; with shared sums, past them a decision word per worker and half
-    counter_words = (fixup_tiles + (fixup_workers if share else 0)) * config.consumers
+    # an arrival count per cut tile half; with shared sums, past them a departure count per tile half and a flag
+    # word per worker and half
+    counter_words = ((2 * fixup_tiles + fixup_workers) if share else fixup_tiles) * config.consumers
     counters = stream_scratch("hopper_gemm.counters", counter_words, "i32", device, on)
     # constexprs positionally: the JIT's fast path
     constexprs = config.constexprs(dtype, ka_mn, kb_mn, share)

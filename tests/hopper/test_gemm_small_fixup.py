@@ -55,9 +55,9 @@ def gemm(a, b, cfg, sms, ctas=None, seed=0, mn_major=False, shared=True, whole_g
     c_map, a_map, b_map = hg.tma_maps(cfg, tylo.bf16, ka, kb, c, mn_major, mn_major)
     plan = hg.schedule(cfg, mk, nk, K, 2, sms)
     share = hg.shared_bands(cfg, plan) if ctas is None and shared else 0
-    # partials unread until written; the generation words past them start anywhere (here NaN's bits)
-    ws = np.full(max(4, 2 * plan.workers * cfg.tm * cfg.tn + plan.cut_tiles * cfg.consumers), np.nan, np.float32)
-    counters = np.zeros(max(4, (plan.cut_tiles + (plan.workers if share else 0)) * cfg.consumers), np.int32)
+    ws = np.full(max(4, 2 * plan.workers * cfg.tm * cfg.tn), np.nan, np.float32)     # unread until written
+    words = (2 * plan.cut_tiles + plan.workers) if share else plan.cut_tiles     # shared: departures, flags
+    counters = np.zeros(max(4, words * cfg.consumers), np.int32)
     run(_ir(cfg, mn_major, share), [c_map, a_map, b_map, c, ws, counters, mk, nk, K, ld_row, ld_col, plan.dp_tiles, plan.workers],
         grid=(ctas or plan.grid,), block=(cfg.threads,), seed=seed, whole_grid=whole_grid)
     return c, counters, plan, share
