@@ -48,7 +48,6 @@ import tylo.lang.wgmma as wg
 from tylo import Layout, Ownership
 from tylo.codegen.targets import resource_limits
 from tylo.lang.mma import zero_accumulator
-from tylo.lang.sync import wait_at_least
 from tylo.layouts import permutedims
 from tylo.runtime import driver
 from tylo.runtime.arrays import array_fingerprint, describe_array
@@ -291,19 +290,6 @@ def partial_tile(ws, slot, cons, TM: tylo.constexpr, TN: tylo.constexpr):
     return tylo.GlobalTile(ws + (slot * TM + cons * 64) * TN, fragment_order(TN))
 
 
-@tylo.func
-def partial_columns(ws, slot, cons, j, TM: tylo.constexpr, TN: tylo.constexpr, W: tylo.constexpr):
-    """Columns ``[W j, W (j + 1))`` of ``partial_tile``: in register order every 8 columns of all 64 rows are 512
-    consecutive floats, so a W-wide band is one contiguous (64, W) tile in ``fragment_order(W)``."""
-    return tylo.GlobalTile(ws + (slot * TM + cons * 64) * TN + 64 * W * j, fragment_order(W))
-
-
-@functools.lru_cache(maxsize=None)
-def shared_unroll(share):
-    """Partials ``shared_fixup`` loads at once: ``share / 2`` registers each, up to 128 registers, at most 8."""
-    return max(1, min(8, 128 // share))
-
-
 @functools.lru_cache(maxsize=None)
 def reduction_unroll(tn, consumers):
     """Partials the fixup loads at once before adding them: as many as fit beside the running sum (tn / 2 f32
@@ -326,41 +312,20 @@ def fitted_reduction_rounds(partials, tn, consumers):
 
 
 @tylo.func
-def load_partial(ws, w, base, workers, sk_iters, cons, j, TM: tylo.constexpr, TN: tylo.constexpr,
-                 W: tylo.constexpr):
-    """Columns ``[W j, W (j + 1))`` of worker w's partial of the cut tile starting at stream-K step ``base`` (this
-    consumer's half)."""
-    return tylo.load(partial_columns(ws, partial_slot(w, base, workers, sk_iters), cons, j, TM, TN, W),
-                     accumulator_ownership(W))
+def load_partial(ws, w, base, workers, sk_iters, cons, TM: tylo.constexpr, TN: tylo.constexpr):
+    """Worker w's partial of the cut tile starting at stream-K step ``base`` (this consumer's half)."""
+    return tylo.load(partial_tile(ws, partial_slot(w, base, workers, sk_iters), cons, TM, TN),
+                     accumulator_ownership(TN))
 
 
 @tylo.func
-def add_partials(res, ws, v, base, workers, sk_iters, cons, j, COUNT: tylo.constexpr, TM: tylo.constexpr,
-                 TN: tylo.constexpr, W: tylo.constexpr):
-    """``res`` plus column band j of the partials of workers ``v .. v + COUNT - 1`` in worker order, all COUNT
-    loaded before the first addition (one round of L2 latency for the group)."""
-    parts = [load_partial(ws, v + i, base, workers, sk_iters, cons, j, TM, TN, W) for i in tylo.static_range(COUNT)]
+def add_partials(res, ws, v, base, workers, sk_iters, cons, COUNT: tylo.constexpr, TM: tylo.constexpr,
+                 TN: tylo.constexpr):
+    """``res`` plus the partials of workers ``v .. v + COUNT - 1`` in worker order, all COUNT loaded before the
+    first addition (one round of L2 latency for the group)."""
+    parts = [load_partial(ws, v + i, base, workers, sk_iters, cons, TM, TN) for i in tylo.static_range(COUNT)]
     for part in parts:
         res = res + part
-    return res
-
-
-@tylo.func
-def sum_partials(ws, first, last, base, workers, sk_iters, cons, j, TM: tylo.constexpr, TN: tylo.constexpr,
-                 W: tylo.constexpr, UNROLL: tylo.constexpr):
-    """Column band j (W wide) of the sum of workers ``first .. last``'s partials, in worker order from -0.0 (the
-    exact identity: bitwise the partials' left-to-right sum, whoever sums them), loaded UNROLL at a time so their
-    L2 latencies overlap (a loop of load-then-add pays one latency per partial), the remainder as one group:
-    ``ceil(partials / UNROLL)`` rounds."""
-    res = tylo.full(tylo.f32, accumulator_ownership(W), -0.0)
-    v = first
-    for _ in range((last + 1 - first) // UNROLL):
-        res = add_partials(res, ws, v, base, workers, sk_iters, cons, j, UNROLL, TM, TN, W)
-        v += UNROLL
-    left = last + 1 - v
-    for count in tylo.static_range(1, UNROLL):
-        if left == count:
-            res = add_partials(res, ws, v, base, workers, sk_iters, cons, j, count, TM, TN, W)
     return res
 
 
@@ -388,89 +353,23 @@ def fixup(res, ws, counters, flags, job, tile, dp_tiles, workers, ktiles, sk_ite
     done = flags[cons]
     if done != 0:
         tylo.fence_acq_rel("gpu")
-        res = sum_partials(ws, first, last, base, workers, sk_iters, cons, 0, TM, TN, TN,
-                           reduction_unroll(TN, CONSUMERS))
+        # the partials in worker order, loaded UNROLL at a time so their L2 latencies overlap (a loop of
+        # load-then-add pays one latency per partial), the remainder as one group: ceil(partials / UNROLL)
+        # rounds; the additions stay in worker order, from -0.0 (the exact identity: bitwise the partials'
+        # left-to-right sum)
+        UNROLL = reduction_unroll(TN, CONSUMERS)
+        res = tylo.full(tylo.f32, accumulator_ownership(TN), -0.0)
+        v = first
+        for _ in range((last + 1 - first) // UNROLL):
+            res = add_partials(res, ws, v, base, workers, sk_iters, cons, UNROLL, TM, TN)
+            v += UNROLL
+        left = last + 1 - v
+        for count in tylo.static_range(1, UNROLL):
+            if left == count:
+                res = add_partials(res, ws, v, base, workers, sk_iters, cons, count, TM, TN)
         if lead:
             tylo.atomic_exch(counter, 0)
     return done, res
-
-
-@tylo.func
-def shared_fixup(res, ws, counters, flags, out, job, tile, dp_tiles, workers, ktiles, sk_iters, cut_tiles, cons, lead,
-                 row, col, M, N, ld_row, ld_col, TM: tylo.constexpr, TN: tylo.constexpr, CONSUMERS: tylo.constexpr,
-                 SHARE: tylo.constexpr):
-    """``fixup`` with the sum shared out. ``fixup``'s last arriver reads every partial whole (8 x 16 KB for a 64 x 64
-    tile in 8 splits, about 1.3 us of a 9.7 us GEMM: validation.md, session 20); here the tile's bands of SHARE
-    columns are owned by its workers (band j by worker ``first + j % parts``), and each owner sums its own:
-
-    1. every worker stores its partial and counts its arrival;
-    2. an owner other than the last arriver waits (bounded: ``SHARED_POLLS`` loads) until all have arrived; if they
-       have, it sums its bands of all partials in worker order (bitwise ``fixup``'s sum) and stores them from
-       registers; if not, it gives up and raises its flag word (past the arrival and departure counts);
-    3. every worker counts its departure, a giver-up with ``GAVE_UP`` added; the last to depart (all have
-       arrived by then) sums the bands of the owners that gave up, if the count says there are any, and resets
-       the flags and both counts for the next launch.
-
-    No worker waits without bound for one that may not have started: on a GPU busy with other work the owners
-    give up and the sum degrades to ``fixup``'s; the common case costs one departure count more than it. Split-K
-    only (a worker's share lies in one tile), every job on a CTA of its own."""
-    u = tile - dp_tiles
-    base = u * ktiles
-    w = job - dp_tiles
-    BANDS = TN // SHARE
-    UNROLL = shared_unroll(SHARE)
-    GAVE_UP = 65536                               # a departure's count of owners that gave up, above the departures
-    arrived = counters + (u * CONSUMERS + cons)
-    departed = counters + ((cut_tiles + u) * CONSUMERS + cons)
-    gave_up = counters + 2 * cut_tiles * CONSUMERS + cons       # worker v's flag at gave_up + v * CONSUMERS
-    first = ((base + 1) * workers - 1) // sk_iters
-    last = ((base + ktiles) * workers - 1) // sk_iters
-    parts = last + 1 - first
-    tylo.store(partial_tile(ws, partial_slot(w, base, workers, sk_iters), cons, TM, TN), res)
-    tylo.fence_acq_rel("gpu")
-    mb.named_barrier_sync(1 + cons, 128)          # the whole half's partial is written and fenced
-    if lead:
-        sums = 0                                  # whether this worker sums its bands
-        if w - first < BANDS:
-            if tylo.atomic_add(arrived, 1) == parts - 1:
-                sums = 1
-            else:
-                sums = tylo.where(wait_at_least(arrived, parts, SHARED_POLLS), 1, 0)
-                if sums == 0:
-                    tylo.atomic_exch(gave_up + w * CONSUMERS, 1)
-        else:
-            tylo.atomic_add(arrived, 1)
-        flags[cons] = sums
-    mb.named_barrier_sync(1 + cons, 128)
-    sums = flags[cons]
-    if sums != 0:
-        tylo.fence_acq_rel("gpu")
-        for j in range(w - first, BANDS, parts):
-            band = sum_partials(ws, first, last, base, workers, sk_iters, cons, j, TM, TN, SHARE, UNROLL)
-            store_direct(band, out, row, col + SHARE * j, M, N, ld_row, ld_col, SHARE)
-    mb.named_barrier_sync(1 + cons, 128)          # every thread has read its partials and the flag
-    if lead:
-        tylo.fence_acq_rel("gpu")                 # (a giver-up's flag) before the departure
-        step = 1 + tylo.where((sums == 0) & (w - first < BANDS), GAVE_UP, 0)
-        count = tylo.atomic_add(departed, step) + step
-        flags[cons] = tylo.where(count % GAVE_UP == parts, tylo.where(count >= GAVE_UP, 2, 1), 0)
-    mb.named_barrier_sync(1 + cons, 128)
-    ending = flags[cons]                          # 0: others depart later; 1: the last, none gave up; 2: some did
-    if ending == 2:
-        tylo.fence_acq_rel("gpu")
-        for v in range(first, first + tylo.minimum(parts, BANDS)):
-            if gave_up[v * CONSUMERS] != 0:
-                for j in range(v - first, BANDS, parts):
-                    band = sum_partials(ws, first, last, base, workers, sk_iters, cons, j, TM, TN, SHARE, UNROLL)
-                    store_direct(band, out, row, col + SHARE * j, M, N, ld_row, ld_col, SHARE)
-        mb.named_barrier_sync(1 + cons, 128)      # every thread has read the flags
-        if lead:
-            for v in range(first, first + tylo.minimum(parts, BANDS)):
-                gave_up[v * CONSUMERS] = 0
-    if ending != 0:
-        if lead:
-            tylo.atomic_exch(arrived, 0)
-            tylo.atomic_exch(departed, 0)
 
 
 def ring_holds_partials(cluster_k, tm, tn, stages):
@@ -516,7 +415,7 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
                 A_MN: tylo.constexpr = False, B_MN: tylo.constexpr = False, DTYPE: tylo.constexpr = tylo.bf16,
                 TN: tylo.constexpr = 256, CONSUMERS: tylo.constexpr = 2, DIRECT: tylo.constexpr = False,
                 FIXUP: tylo.constexpr = False, CLUSTER_M: tylo.constexpr = 1, CLUSTER_N: tylo.constexpr = 1,
-                CLUSTER_K: tylo.constexpr = 1, C_T: tylo.constexpr = False, SHARE: tylo.constexpr = 0):
+                CLUSTER_K: tylo.constexpr = 1, C_T: tylo.constexpr = False):
     """C_BUFS: 64x64 bf16 staging tiles per consumer (4 covers a whole 64 x 256 row band).
     A_MN / B_MN: the operand is MN-major (A column-major, B row-major), else K-major.
     DTYPE: the input type, bf16 or fp8 (e4m3/e5m2: K-major only; C is bf16 either way).
@@ -526,8 +425,7 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
     Work: ``dp_tiles`` whole tiles, then ``workers`` stream-K workers sharing the K iterations of the other
     tiles evenly (``job_range``). FIXUP: compile the reduction of tiles cut between workers (``fixup``:
     f32 partials in ``ws``, arrival counts in ``counters``, zero between launches); without it
-    ``workers`` must be 0. SHARE > 0: split-K whose workers all run at once (a CTA each) share the sum of each
-    cut tile in bands of SHARE columns (``shared_fixup``) instead of leaving it to the last to arrive.
+    ``workers`` must be 0.
     CLUSTER_M x CLUSTER_N: launched in clusters of that many CTAs (``cluster=(CLUSTER_M * CLUSTER_N, 1, 1)``, no
     fixup) that take a CLUSTER_M x CLUSTER_N group of adjacent tiles (rank r the tile at row ``r % CLUSTER_M``,
     column ``r // CLUSTER_M`` of the group): a job is such a group, ``dp_tiles`` counts groups. The CTAs of a
@@ -661,14 +559,8 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
                 done = 1
                 if FIXUP:
                     if (kb > 0) | (ke < ktiles):         # a tile cut between workers
-                        if SHARE > 0:
-                            shared_fixup(res, ws, counters, flags.ptr, out, job, tile, dp_tiles, workers, ktiles,
-                                         sk_iters, num_g * num_gn - dp_tiles, cons, lead, pm * TM + cons * 64,
-                                         pn * TN, M, N, ld_row, ld_col, TM, TN, CONSUMERS, SHARE)
-                            done = 0
-                        else:
-                            done, res = fixup(res, ws, counters, flags.ptr, job, tile, dp_tiles, workers, ktiles,
-                                              sk_iters, cons, lead, TM, TN, CONSUMERS)
+                        done, res = fixup(res, ws, counters, flags.ptr, job, tile, dp_tiles, workers, ktiles,
+                                          sk_iters, cons, lead, TM, TN, CONSUMERS)
                 if CLUSTER_K > 1:
                     done, res = cluster_reduce(res, stages_smem.ptr, red.ptr, rank, cons, lead, TM, TN, CLUSTER_K,
                                                CONSUMERS)
@@ -691,7 +583,10 @@ def epilogue(res, c_map, out, staging, row, col, M, N, ld_row, ld_col, cons, lea
     """bf16 C of a consumer's 64 x TN f32 result at (row, col); with C_T the result is a tile of C^T, stored
     transposed into staging laid out as C (``stmatrix.trans``) and from there at (col, row) of C."""
     if DIRECT:
-        store_direct(res, out, row, col, M, N, ld_row, ld_col, TN)
+        # from registers, each element bounds-checked: any output layout (the transpose for swap-AB), any N
+        dst = tylo.GlobalTile(out, Layout((M, N), (ld_row, ld_col)))
+        view = tylo.window(dst, (row, col), (64, TN), check=False)
+        tylo.store(view, res.astype(tylo.bf16), bounds=(M - row, N - col))
     else:
         # bf16 through swizzled staging tiles, TMA stores (clipped at M, N)
         out16 = res.astype(tylo.bf16)
@@ -714,15 +609,6 @@ def epilogue(res, c_map, out, staging, row, col, M, N, ld_row, ld_col, cons, lea
             if lead:
                 tma.tma_store(c_map, buf, (col + 64 * j, row) if C_T else (row, col + 64 * j))
                 tma.commit_tma_stores()
-
-
-@tylo.func
-def store_direct(res, out, row, col, M, N, ld_row, ld_col, TN: tylo.constexpr):
-    """bf16 of a 64 x TN f32 result at (row, col) from registers, each element bounds-checked: any output layout
-    (the transpose for swap-AB), any N."""
-    dst = tylo.GlobalTile(out, Layout((M, N), (ld_row, ld_col)))
-    view = tylo.window(dst, (row, col), (64, TN), check=False)
-    tylo.store(view, res.astype(tylo.bf16), bounds=(M - row, N - col))
 
 
 # A TMATile in a signature list stands for a TMA binding of that plan (prepare_tma).
@@ -837,10 +723,10 @@ class GemmConfig:
         """CTAs of a split_cluster cluster (the kernel's CLUSTER_K), else 1."""
         return self.split_k if self.split_cluster else 1
 
-    def constexprs(self, dtype, a_mn, b_mn, share=0):
-        """The kernel's constexpr parameters in order (STAGES .. SHARE; ``share``: ``fixup_share``)."""
+    def constexprs(self, dtype, a_mn, b_mn):
+        """The kernel's constexpr parameters in order (STAGES .. C_T)."""
         return (self.stages, self.group_m, self.c_bufs, a_mn, b_mn, dtype, self.tn, self.consumers,
-                self.direct, self.fixup, self.cluster_m, self.cluster_n, self.cluster_k, self.c_transposed, share)
+                self.direct, self.fixup, self.cluster_m, self.cluster_n, self.cluster_k, self.c_transposed)
 
     @property
     def c_transposed(self):
@@ -891,41 +777,6 @@ class Schedule:
     @property
     def cut_tiles(self):
         return self.tiles - self.dp_tiles if self.workers else 0
-
-
-def shared_bands(config, plan):
-    """The column band each worker of a cut tile can sum (``shared_fixup``), or 0 where the schedule cannot share
-    the sums. Bands need split-K with every job on a CTA of its own (``plan.grid`` CTAs, at most one per SM, all
-    resident at once: a worker waits for the others) and at least two bands; a band is the narrowest multiple of
-    8 dividing ``tn`` that still gives each of the tile's workers one."""
-    if not (config.fixup and config.split_k > 1 and plan.workers and plan.dp_tiles + plan.workers <= plan.grid):
-        return 0
-    parts = min(config.split_k, plan.ktiles)
-    counts = [config.tn // w for w in range(8, config.tn + 1, 8) if config.tn % w == 0]
-    fitting = [n for n in counts if n >= parts]
-    count = min(fitting) if fitting else max(counts)
-    return config.tn // count if count >= 2 else 0
-
-
-# loads of a shared_fixup owner's bounded wait for its tile's last arrival (each an L2 round trip, ~0.5 us): co-resident
-# workers arrive within microseconds; past this bound the GPU is busy elsewhere and the last arriver sums the band
-SHARED_POLLS = 4096
-
-# where sharing the sum pays: a tile half's last arriver would read at least this many bytes of partials, from at
-# least SHARED_SUM_PARTS workers (H200, session 20, same configuration and run: 8 x 16 KB (64 x 64 split 8), 16 x
-# 32 KB and 4 x 64 KB per half (128 x 128 split 4) gained 3-27%, 4 x 32 KB level to 1%; 4 x 16 KB, 3 x 32 KB and
-# 2 x 16 KB lost 2-5%, 2 x 64 KB (128 x 128 split 2) level: the waiters' notification costs about what a short
-# sum does, and two partials leave little to share)
-SHARED_SUM_BYTES = 128 * 1024
-SHARED_SUM_PARTS = 4
-
-
-def fixup_share(config, plan):
-    """The kernel's SHARE: ``shared_bands`` where a tile half's last arriver would read at least
-    ``SHARED_SUM_BYTES`` of partials from at least ``SHARED_SUM_PARTS`` workers, else 0 (``fixup``)."""
-    parts = min(config.split_k, plan.ktiles)
-    pays = parts >= SHARED_SUM_PARTS and parts * 64 * config.tn * 4 >= SHARED_SUM_BYTES
-    return shared_bands(config, plan) if pays else 0
 
 
 def k_steps(K, itemsize):
@@ -1297,7 +1148,7 @@ def split_cluster_pays(cfg, mk):
     return True
 
 
-def spec(stages=4, group_m=8, c_bufs=2, a_mn=False, b_mn=False, dtype=tylo.bf16, config=None, share=0):
+def spec(stages=4, group_m=8, c_bufs=2, a_mn=False, b_mn=False, dtype=tylo.bf16, config=None):
     """The specialisation ``launch`` compiles, as ``JITFunction._compile``'s records (no GPU needed)."""
     from tylo.specialization import BlobSpec, ConstexprSpec, IntSpec, PointerSpec
 
@@ -1308,7 +1159,7 @@ def spec(stages=4, group_m=8, c_bufs=2, a_mn=False, b_mn=False, dtype=tylo.bf16,
     a_plan, b_plan = operand_plans(config, dtype, a_mn, b_mn)
     c_store = a_plan if config.direct else c_plan(config)
     return [blob(c_store), blob(a_plan), blob(b_plan), PointerSpec("bf16"), PointerSpec("f32"), PointerSpec("i32"),
-            *[i32] * 7, *(ConstexprSpec(v) for v in config.constexprs(dtype, a_mn, b_mn, share))]
+            *[i32] * 7, *(ConstexprSpec(v) for v in config.constexprs(dtype, a_mn, b_mn))]
 
 
 def operand_plans(config, dtype, a_mn, b_mn):
@@ -1562,18 +1413,14 @@ def prepare(c, a, b, M, N, K, stream=None, stages=None, group_m=None, c_bufs=Non
     device, on = describe_array(c).device_ordinal, launch_stream(stream, c)
     fixup_workers, fixup_tiles = (plan.workers, plan.cut_tiles) if config.fixup else (0, 0)
     ws = stream_scratch("hopper_gemm.ws", 2 * fixup_workers * config.tm * config.tn, "f32", device, on, zero=False)
-    share = fixup_share(config, plan)
-    # an arrival count per cut tile half; with shared sums, past them a departure count per tile half and a flag
-    # word per worker and half
-    counter_words = ((2 * fixup_tiles + fixup_workers) if share else fixup_tiles) * config.consumers
-    counters = stream_scratch("hopper_gemm.counters", counter_words, "i32", device, on)
+    counters = stream_scratch("hopper_gemm.counters", fixup_tiles * config.consumers, "i32", device, on)
     # constexprs positionally: the JIT's fast path
-    constexprs = config.constexprs(dtype, ka_mn, kb_mn, share)
+    constexprs = config.constexprs(dtype, ka_mn, kb_mn)
     gemm = hopper_gemm[grid, config.threads, config.cluster]      # (cluster None: a plain launch)
     if autotune:
         tuned = autotuner(config)[grid]
         fixed = dict(zip(("C_BUFS", "A_MN", "B_MN", "DTYPE", "TN", "CONSUMERS", "DIRECT", "FIXUP", "CLUSTER_M",
-                          "CLUSTER_N", "CLUSTER_K", "C_T", "SHARE"),
+                          "CLUSTER_N", "CLUSTER_K", "C_T"),
                          constexprs[2:]))
 
         def gemm(*args, stream=None):       # noqa: F811 (the tuned launch takes the fixed constexprs by name)

@@ -1,8 +1,7 @@
 """Split-K and stream-K of the Hopper GEMM in the interpreter: the in-kernel fixup (each worker writes
-its f32 partial tile, the last to arrive adds all of them in worker order; or, with every worker on a CTA of
-its own, all wait and each sums a band of columns) on ragged and tiny shapes against float64, bitwise equal
-whichever CTA arrives last and whoever sums, counters back at zero; and the layout that keeps the partials in
-accumulator register order."""
+its f32 partial tile, the last to arrive adds all of them in worker order) on ragged and tiny shapes
+against float64, bitwise equal whichever CTA arrives last, counters back at zero; and the layout
+that keeps the partials in accumulator register order."""
 import os
 import sys
 
@@ -23,8 +22,8 @@ BF16 = ml_dtypes.bfloat16
 C = hg.GemmConfig
 
 
-def _ir(cfg, mn_major=False, share=0):
-    records = hg.spec(config=cfg, a_mn=mn_major, b_mn=mn_major, share=share)
+def _ir(cfg, mn_major=False):
+    records = hg.spec(config=cfg, a_mn=mn_major, b_mn=mn_major)
     names = [p.name for p in hg.hopper_gemm.params if p.constexpr]
     return hg.hopper_gemm.lower(signature=[r for r in records if not isinstance(r, ConstexprSpec)],
                                 constexprs=dict(zip(names, [r.value for r in records if isinstance(r, ConstexprSpec)])),
@@ -38,12 +37,10 @@ def _rows(x):
     return out
 
 
-def gemm(a, b, cfg, sms, ctas=None, seed=0, mn_major=False, shared=True, whole_grid=None):
+def gemm(a, b, cfg, sms, ctas=None, seed=0, mn_major=False):
     """C = A @ B in the interpreter the way ``launch`` runs it: the schedule for ``sms`` SMs, ``ctas``
-    persistent CTAs (default: the schedule's grid, whose workers share the sums where ``shared_bands`` allows and
-    ``shared``: where the kernel can, not only where it pays); K-major operands (A row-major, B column-major), or with ``mn_major`` A column-major and B
-    row-major; ``whole_grid=False`` runs the CTAs one after another even so (as on a GPU busy with other work).
-    Returns (C, counters, schedule, share)."""
+    persistent CTAs (default: the schedule's grid); K-major operands (A row-major, B column-major), or
+    with ``mn_major`` A column-major and B row-major. Returns (C, counters, schedule)."""
     M, K = a.shape
     N = b.shape[1]
     c = np.full((M, N), np.nan, BF16)
@@ -54,13 +51,11 @@ def gemm(a, b, cfg, sms, ctas=None, seed=0, mn_major=False, shared=True, whole_g
         ka, kb, mk, nk, ld_row, ld_col = a_store, b_store, M, N, N, 1
     c_map, a_map, b_map = hg.tma_maps(cfg, tylo.bf16, ka, kb, c, mn_major, mn_major)
     plan = hg.schedule(cfg, mk, nk, K, 2, sms)
-    share = hg.shared_bands(cfg, plan) if ctas is None and shared else 0
     ws = np.full(max(4, 2 * plan.workers * cfg.tm * cfg.tn), np.nan, np.float32)     # unread until written
-    words = (2 * plan.cut_tiles + plan.workers) if share else plan.cut_tiles     # shared: departures, flags
-    counters = np.zeros(max(4, words * cfg.consumers), np.int32)
-    run(_ir(cfg, mn_major, share), [c_map, a_map, b_map, c, ws, counters, mk, nk, K, ld_row, ld_col, plan.dp_tiles, plan.workers],
-        grid=(ctas or plan.grid,), block=(cfg.threads,), seed=seed, whole_grid=whole_grid)
-    return c, counters, plan, share
+    counters = np.zeros(max(4, plan.cut_tiles * cfg.consumers), np.int32)
+    run(_ir(cfg, mn_major), [c_map, a_map, b_map, c, ws, counters, mk, nk, K, ld_row, ld_col, plan.dp_tiles, plan.workers],
+        grid=(ctas or plan.grid,), block=(cfg.threads,), seed=seed)
+    return c, counters, plan
 
 
 def operands(M, N, K, seed, exact):
@@ -91,14 +86,6 @@ CASES = {
     "streamk-64x64-all-cut": (C(tn=64, consumers=1, stages=3, stream_k=True), 65, 72, 328, 6),
     "streamk-swap-n8-m1": (C(tn=8, consumers=1, stages=2, swap_ab=True, stream_k=True, direct=True), 1, 8, 200, 3),
     "streamk-n1": (C(tn=8, consumers=1, stages=2, stream_k=True, direct=True), 33, 1, 136, 5),
-    # shared sums (every worker on a CTA of its own): 3 workers over 4 bands of 16 columns (the first takes two),
-    # 5 over 8 bands of 8 with N ending inside one, 2 over two halves of a 128-row tile's 64-column halves,
-    # and swap-AB's transposed store (split_tail never qualifies: its whole tiles fill the grid's first wave)
-    "shared-split3-64x64-direct": (C(tn=64, consumers=1, stages=2, split_k=3, direct=True), 72, 64, 392, 8),
-    "shared-split5-64x64-ragged-n": (C(tn=64, consumers=1, stages=2, split_k=5), 64, 56, 328, 8),
-    "shared-split2-128x64": (C(tn=64, consumers=2, stages=2, split_k=2), 130, 64, 200, 8),
-    "shared-split3-swap-n16": (C(tn=16, consumers=1, stages=2, swap_ab=True, split_k=3, direct=True), 16, 72, 392,
-                               8),
 }
 SLOW_CASES = {
     "streamk-64x64-dp-and-cut": (C(tn=64, consumers=1, stages=2, stream_k=True), 130, 264, 256, 4),
@@ -115,9 +102,8 @@ def _params(cases, slow=False):
 def test_fixup_is_exact_on_small_integers(name):
     cfg, M, N, K, sms = {**CASES, **SLOW_CASES}[name]
     a, b = operands(M, N, K, seed=len(name), exact=True)
-    c, counters, plan, share = gemm(a, b, cfg, sms, mn_major="mn-major" in name)
+    c, counters, plan = gemm(a, b, cfg, sms, mn_major="mn-major" in name)
     assert plan.workers > 0 or plan.ktiles == 1, plan     # the fixup runs (one K step: nothing to split)
-    assert share > 0 or not name.startswith("shared"), share
     assert np.array_equal(c.view(np.uint16), exact_product(a, b).view(np.uint16))
     assert not counters.any()                           # every cut tile's last arrival reset its counter
 
@@ -133,8 +119,6 @@ def test_fixup_result_does_not_depend_on_which_cta_arrives_last(name):
     M, N, K, sms = (64, 64, 392, 4) if name == "split3" else (65, 72, 328, 6)
     a, b = operands(M, N, K, seed=3, exact=False)
     results = [gemm(a, b, cfg, sms, ctas=ctas, seed=seed)[0] for ctas, seed in ((1, 0), (None, 1), (2, 2))]
-    if name == "split3":        # and the last arriver summing the whole tile with a CTA per worker
-        results.append(gemm(a, b, cfg, sms, seed=3, shared=False)[0])
     for c in results[1:]:
         assert np.array_equal(c.view(np.uint16), results[0].view(np.uint16))
     ref = a.astype(np.float64) @ b.astype(np.float64)
@@ -150,44 +134,3 @@ def test_partials_are_stored_in_accumulator_register_order(tn):
     offsets = {order(own.coord(t, v)): (t, v) for t in range(128) for v in range(own.values)}
     assert len(offsets) == 64 * tn and set(offsets) == set(range(64 * tn))
     assert all(off == 4 * t + v % 4 + 512 * (v // 4) for off, (t, v) in offsets.items())
-
-
-def test_workers_share_the_sum_only_where_all_run_at_once_and_it_pays():
-    plan = lambda cfg, M, N, K: hg.schedule(cfg, M, N, K, 2, 132)       # noqa: E731
-    split8 = C(tn=64, consumers=1, split_k=8)
-    # 16 tiles x 8 workers = 128 CTAs on 132 SMs: 8 bands of 8 columns, one per worker; the last arriver would
-    # read 8 x 16 KB
-    assert hg.shared_bands(split8, plan(split8, 64, 1024, 8192)) == 8
-    assert hg.fixup_share(split8, plan(split8, 64, 1024, 8192)) == 8
-    # 32 tiles x 8 workers > 132 CTAs: a worker could wait for a job queued behind it on its own CTA
-    assert hg.shared_bands(split8, plan(split8, 128, 1024, 8192)) == 0
-    # 4 x 16 KB of partials: sharing measured slower, though the schedule allows it (4 bands of 16 columns)
-    split4 = C(tn=64, consumers=1, split_k=4)
-    assert hg.shared_bands(split4, plan(split4, 64, 1024, 8192)) == 16
-    assert hg.fixup_share(split4, plan(split4, 64, 1024, 8192)) == 0
-    # 128-row tiles, 4 x 64 KB per consumer half: 16 bands over 4 workers; stream-K never waits
-    assert hg.fixup_share(C(tn=128, split_k=4), plan(C(tn=128, split_k=4), 256, 1024, 8192)) == 32
-    stream = C(tn=64, consumers=1, stream_k=True)
-    assert hg.shared_bands(stream, plan(stream, 64, 1024, 8192)) == 0
-    # two partials of 64 KB per half: little to share (128 x 256 split 2 at 256x8192x28672: 128 CTAs)
-    wide2 = C(tn=256, split_k=2)
-    assert hg.shared_bands(wide2, plan(wide2, 256, 8192, 28672)) > 0 and hg.fixup_share(wide2, plan(wide2, 256, 8192,
-                                                                                                     28672)) == 0
-    # one 8-column band cannot be shared
-    narrow = C(tn=8, consumers=1, split_k=8, swap_ab=True, direct=True)
-    assert hg.shared_bands(narrow, plan(narrow, 64, 8, 8192)) == 0
-
-
-@pytest.mark.parametrize("name", ["shared-split3-64x64-direct", "shared-split2-128x64"])
-def test_shared_sums_degrade_to_the_last_arriver_when_workers_cannot_wait(name):
-    # CTAs one after another (a GPU busy with other work: not every worker resident): each owner's bounded wait for
-    # the last arrival gives up, and the last arriver sums the bands of those that gave up: the same bits
-    cfg, M, N, K, sms = CASES[name]
-    a, b = operands(M, N, K, seed=5, exact=False)
-    together = gemm(a, b, cfg, sms)
-    apart = gemm(a, b, cfg, sms, whole_grid=False)
-    assert together[3] > 0 and apart[3] == together[3]
-    assert np.array_equal(apart[0].view(np.uint16), together[0].view(np.uint16))
-    assert not apart[1].any() and not together[1].any()
-    ref = a.astype(np.float64) @ b.astype(np.float64)
-    assert np.linalg.norm(apart[0].astype(np.float64) - ref) / np.linalg.norm(ref) < 4e-3
