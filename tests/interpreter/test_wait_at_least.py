@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import tylo
+import tylo.lang.mbarrier as mb
 from tylo.interpreter.errors import InterpreterError
 from tylo.lang.sync import wait_at_least
 
@@ -103,3 +104,23 @@ def test_a_bounded_wait_gives_up_when_nothing_else_can_move(whole_grid):
 def test_a_bounded_wait_counts_its_loads_in_ptx():
     ptx = bounded.compile("*i32, *i32", arch="sm_90a").ptx
     assert "mov.s32 n, 64;" in ptx and "ld.relaxed.gpu.global.s32" in ptx
+
+
+@tylo.jit
+def barrier_and_counter(counter, n):
+    mb.cluster_sync()
+    if tylo.thread_idx.x == 0:
+        tylo.atomic_add(counter, 1)
+        wait_at_least(counter, n)
+
+
+def test_a_cluster_barrier_in_a_grid_run_whole_is_refused_not_misread():
+    from tylo.interpreter import run
+
+    kernel = barrier_and_counter.lower("*i32, i32", arch="sm_90a")
+    # two clusters of one CTA running at once: the interpreter's cluster barrier would span both
+    with pytest.raises(InterpreterError, match="cluster barrier in a grid run whole"):
+        run(kernel, [np.zeros(1, np.int32), 2], grid=(2,), block=(32,))
+    counter = np.zeros(1, np.int32)
+    run(kernel, [counter, 1], grid=(1,), block=(32,))       # one CTA: its cluster is everything running
+    assert counter[0] == 1

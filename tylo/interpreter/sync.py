@@ -49,6 +49,10 @@ def _setmaxnreg(th, op, ins, t):
 
 def _cluster_barrier(th, op, ins, t):
     m = th.m
+    if len(m.cluster_ctas(th.cta)) != len(m.ctas):
+        raise InterpreterError(f"{op.loc}: a cluster barrier in a grid run whole (the kernel waits on a counter, "
+                               f"wait_at_least) is not modelled: the interpreter's cluster barrier spans the CTAs "
+                               f"running together")
     if op.attrs["kind"] != "wait":
         if th in m.cluster_arrived:
             raise InterpreterError(f"{op.loc}: barrier.cluster.arrive twice without a wait")
