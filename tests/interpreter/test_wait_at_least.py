@@ -45,7 +45,8 @@ def test_a_wait_no_cta_can_end_is_a_deadlock():
 
 def test_the_wait_is_a_relaxed_gpu_scope_spin_in_ptx():
     ptx = gather_after_all.compile("*i32, *i32, *i32, i32", arch="sm_90a").ptx
-    assert "ld.relaxed.gpu.global.s32" in ptx and "setp.lt.s32" in ptx
+    # the wrapping difference against zero: serial-number order
+    assert "ld.relaxed.gpu.global.s32" in ptx and "sub.s32 v, v," in ptx and "setp.ge.s32 p, v, 0;" in ptx
 
 
 def test_wait_at_least_takes_only_a_global_i32_pointer():

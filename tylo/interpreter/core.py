@@ -73,7 +73,8 @@ class Blob:
 class Suspend:
     """What a thread handler returns when the thread must wait for the scheduler: ``request`` is
     ``("wait", ready, op)`` (resume when ``ready()`` returns a value other than None, which becomes
-    the op's result), ``("named", id, count, op)`` (bar.sync) or ``("cluster", op)``."""
+    the op's result; ``("wait", ready, op, answer)``: or with ``answer`` when every thread is blocked, a
+    wait that may give up), ``("named", id, count, op)`` (bar.sync) or ``("cluster", op)``."""
 
     __slots__ = ("request",)
 

@@ -155,10 +155,11 @@ def _arrive(th, op, ins, t):
 def _arrive_cluster(th, op, ins, t):
     """``mapa`` + remote arrive: the barrier at the same shared offset in CTA ``rank`` of the cluster."""
     ptr, rank = ins[0], int(ins[1])
-    cta = next((c for c in th.m.cluster_ctas(th.cta) if c.rank == rank), None)
+    peers = th.m.cluster_ctas(th.cta)
+    cta = next((c for c in peers if c.rank == rank), None)
     if cta is None:
         raise InterpreterError(f"{op.loc}: mbarrier_arrive_cluster to CTA rank {rank}, outside the cluster of "
-                               f"{len(th.m.cluster_ctas(th.cta))} CTA(s)")
+                               f"{len(peers)} CTA(s)")
     if ptr.buffer.cta is None:
         raise InterpreterError(f"{op.loc}: an mbarrier must be in shared memory")
     cta.check_alive("a remote mbarrier arrive", op.loc)

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from ..ir import types as T
 from ..ir.core import Value
-from ..ir.types import PointerType
+from ..ir.nv.sync import is_counter_pointer
 from .base import LangError, builtin
 from .hw_args import i32_operand, require_sm
 
@@ -148,8 +148,7 @@ def wait_at_least(ptr, value, polls=0, *, _ctx):
     them together), or a CTA waits for one that cannot start until it exits; or bound the wait: ``polls`` > 0 (a
     compile-time count) gives up after that many loads. Returns whether the value was reached (a bool; always
     true without a bound)."""
-    if not (isinstance(ptr, Value) and isinstance(ptr.type, PointerType) and ptr.type.space in ("global", "generic")
-            and ptr.type.elem == T.i32):
+    if not (isinstance(ptr, Value) and is_counter_pointer(ptr.type)):
         raise LangError(f"wait_at_least waits on a global *i32 pointer, got "
                         f"{ptr.type if isinstance(ptr, Value) else repr(ptr)}")
     if not isinstance(polls, int) or isinstance(polls, bool) or polls < 0:

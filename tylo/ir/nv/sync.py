@@ -8,15 +8,19 @@ from ..opdef import Attr, OpDef, one_of
 from ..ops import define_ops
 from ..types import PointerType
 
-__all__ = ["DEFINITIONS"]
+__all__ = ["DEFINITIONS", "is_counter_pointer"]
 
 _RW = dict(memory="read_write")
 
 
+def is_counter_pointer(t) -> bool:
+    """Whether ``nv.wait_at_least`` can wait on a pointer of type ``t``: an i32 in global memory (or generic)."""
+    return isinstance(t, PointerType) and t.space in ("global", "generic") and t.elem.name == "i32"
+
+
 def _wait_at_least(op):
     ptr, value = op.operands
-    if not (isinstance(ptr.type, PointerType) and ptr.type.space in ("global", "generic")
-            and ptr.type.elem.name == "i32"):
+    if not is_counter_pointer(ptr.type):
         return f"waits on a global *i32, got {ptr.type}"
     if value.type.name != "i32":
         return f"compares with an i32, got {value.type}"
