@@ -56,6 +56,7 @@ import numpy as np
 
 import tylo
 import tylo.lang.mbarrier as mb
+import tylo.lang.sync as sync
 import tylo.lang.tma as tma
 import tylo.lang.wgmma as wg
 from tylo.layouts import Layout, permutedims, window
@@ -368,6 +369,8 @@ def attention_fwd(o, lse, q_map, k_map, v_map, o_map, cu_q, cu_k, counter, heads
     slot_empty = bars.ptr + 4 * STAGES + 4         # the loading thread and every consumer thread have read it
     tid = tylo.thread_idx.x
     units = num_m * heads * batch
+    # programmatic dependent launch (as in hopper_gemm.py): set up beside the previous kernel's tail, wait for it
+    # (grid_dependency_wait, below) before the first global access; no early launch_dependents
 
     if tid == 0:
         tma.prefetch_tma_descriptor(q_map)
@@ -388,6 +391,7 @@ def attention_fwd(o, lse, q_map, k_map, v_map, o_map, cu_q, cu_k, counter, heads
         mb.fence_mbarrier_init()
         mb.fence_view_async_shared()
     tylo.sync_threads()
+    sync.grid_dependency_wait()
 
     wgi = mb.warpgroup_idx()
     if wgi == 0:

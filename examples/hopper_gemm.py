@@ -43,6 +43,7 @@ import numpy as np
 
 import tylo
 import tylo.lang.mbarrier as mb
+import tylo.lang.sync as sync
 import tylo.lang.tma as tma
 import tylo.lang.wgmma as wg
 from tylo import Layout, Ownership
@@ -333,26 +334,31 @@ def add_partials(res, ws, v, base, workers, sk_iters, cons, COUNT: tylo.constexp
 def fixup(res, ws, counters, flags, job, tile, dp_tiles, workers, ktiles, sk_iters, cons, lead,
           TM: tylo.constexpr, TN: tylo.constexpr, CONSUMERS: tylo.constexpr):
     """Deterministic in-kernel reduction of a tile whose K range is cut between jobs (split-K, stream-K).
-    Every contributor writes its f32 partial to its workspace slot, fences (release) and counts its
-    arrival on the tile's counter (one per consumer half); the one that arrives last fences (acquire),
+    Every contributor writes its f32 partial to its workspace slot; its lead thread fences (release) and counts
+    the half's arrival on the tile's counter (one per consumer half); the one that arrives last fences (acquire),
     sums all partials in worker order (a fixed order: bitwise the same whoever is last), resets the
     counter for the next launch and returns ``(1, sum)``; the others return ``(0, res)``. Nobody waits."""
     u = tile - dp_tiles
     base = u * ktiles
     w = job - dp_tiles
     tylo.store(partial_tile(ws, partial_slot(w, base, workers, sk_iters), cons, TM, TN), res)
-    tylo.fence_acq_rel("gpu")
-    mb.named_barrier_sync(1 + cons, 128)          # the whole half's partial is written and fenced
+    mb.named_barrier_sync(1 + cons, 128)          # the whole half's partial is written
     first = ((base + 1) * workers - 1) // sk_iters              # the workers owning the tile's first
     last = ((base + ktiles) * workers - 1) // sk_iters          # and last iterations
     counter = counters + (u * CONSUMERS + cons)
+    # one fence per half, by the lead, in place of one per thread: the barrier orders the half's stores before
+    # the lead's release fence and its acquire fence before the half's loads (the memory model's patterns
+    # compose through a CTA barrier, as CUTLASS's semaphores rely on)
     if lead:
+        tylo.fence_acq_rel("gpu")                 # release the half's partial
         arrived = tylo.atomic_add(counter, 1)
-        flags[cons] = tylo.where(arrived == last - first, 1, 0)
+        is_last = arrived == last - first
+        if is_last:
+            tylo.fence_acq_rel("gpu")             # acquire the other workers' partials
+        flags[cons] = tylo.where(is_last, 1, 0)
     mb.named_barrier_sync(1 + cons, 128)
     done = flags[cons]
     if done != 0:
-        tylo.fence_acq_rel("gpu")
         # the partials in worker order, loaded UNROLL at a time so their L2 latencies overlap (a loop of
         # load-then-add pays one latency per partial), the remainder as one group: ceil(partials / UNROLL)
         # rounds; the additions stay in worker order, from -0.0 (the exact identity: bitwise the partials'
@@ -457,6 +463,10 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
     full = bars.ptr
     empty = bars.ptr + STAGES
     tid = tylo.thread_idx.x
+    # programmatic dependent launch: the kernel waits for the previous one on its stream (grid_dependency_wait,
+    # below) only before its first global access, so its launch and barrier set-up overlap that kernel's tail
+    # (0.5-1 us a launch). It calls no launch_dependents: the next kernel starts as this one's CTAs exit; an
+    # early call measured up to 12% slower on HBM-bound shapes (docs/hopper.md, "Programmatic dependent launch")
     if tid == 0:
         tma.prefetch_tma_descriptor(a_map)
         tma.prefetch_tma_descriptor(b_map)
@@ -476,6 +486,7 @@ def hopper_gemm(c_map, a_map, b_map, out, ws, counters, M, N, K, ld_row, ld_col,
         # every CTA's barriers are initialised before a peer multicasts or arrives on them: fence_mbarrier_init
         # published the initialisation, so the arrival orders nothing (relaxed: no GPU-scope memory barrier)
         mb.cluster_sync(relaxed=True)
+    sync.grid_dependency_wait()
 
     num_m = (M + TM - 1) // TM
     num_n = (N + TN - 1) // TN

@@ -106,8 +106,16 @@ class CompiledKernel:
             driver.ensure_context()
             module = driver.load_module(self.cubin)
             function = driver.get_function(module, self.name)
-            self._launcher = make_launcher(native.load(), function, self.param_ctypes, self.shared_bytes)
+            self._launcher = make_launcher(native.load(), function, self.param_ctypes, self.shared_bytes,
+                                           programmatic=self.waits_on_prior_grids)
         return self._launcher
+
+    @property
+    def waits_on_prior_grids(self) -> bool:
+        """Whether the kernel waits on the grids before it (``grid_dependency_wait``, ``griddepcontrol.wait``): then
+        it is launched with programmatic stream serialization and may start while they finish. Read from the PTX, so
+        a kernel served from the cache knows it too."""
+        return "griddepcontrol.wait;" in self.ptx
 
 
 def _ctype(t):

@@ -8,7 +8,7 @@ from tylo import Layout, Ownership
 from tylo.ir.types import bf16, f32
 from tylo.lang.copy import commit_copies, cp_async, ldmatrix, stmatrix, wait_copies
 from tylo.lang.mma import MMAAtom, mma_sync
-from tylo.lang.sync import wait_at_least
+from tylo.lang.sync import grid_dependency_wait, launch_dependents, wait_at_least
 from tylo.lang.tcgen05 import Tcgen05MMA
 from tylo.lang.tmem import TmemTile, TmemTransfer, partition
 from tylo.layouts import window
@@ -150,6 +150,15 @@ def counter_wait(counter, n):
             tylo.atomic_add(counter, -1)
 
 
+@tylo.jit
+def grid_dependency(x, y):
+    # programmatic dependent launch: let the next grid start, wait for the previous one before touching memory
+    launch_dependents()
+    grid_dependency_wait()
+    i = tylo.thread_idx.x
+    y[i] = x[i] + 1.0
+
+
 @tylo.jit(debug=True)
 def assertions(x, n):
     i = tylo.thread_idx.x
@@ -185,4 +194,5 @@ NV_KERNELS = {
     "tcgen05": (tcgen05, "*f32, *u64", "sm_100a"),
     "assertions": (assertions, "*f32, i32", "sm_80"),
     "counter_wait": (counter_wait, "*i32, i32", "sm_80"),
+    "grid_dependency": (grid_dependency, "*f32, *f32", "sm_90"),
 }

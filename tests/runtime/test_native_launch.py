@@ -31,7 +31,7 @@ static unsigned long sizes[256];
 static int nsizes, result, calls;
 static unsigned dims_rec[7];
 static unsigned long long stream_rec, function_rec;
-static unsigned char config_rec[56 + 72];
+static unsigned char config_rec[56 + 2 * 72];
 
 void rec_layout(int n, const unsigned long *s) { nsizes = n; memcpy(sizes, s, n * sizeof *s); }
 void rec_result(int r) { result = r; }
@@ -63,7 +63,8 @@ int rec_launch_ex(const void *config, void *f, void **params, void **extra) {
     memset(config_rec, 0, sizeof config_rec);
     memcpy(config_rec, config, 56);
     void *attrs = *(void **)((const char *)config + 40);
-    if (attrs) memcpy(config_rec + 56, attrs, 72);
+    unsigned num_attrs = *(const unsigned *)((const char *)config + 48);
+    if (attrs && num_attrs <= 2) memcpy(config_rec + 56, attrs, 72 * num_attrs);
     memcpy(dims_rec, config, sizeof dims_rec);             /* grid, block, shared: as cuLaunchKernel's */
     memcpy(&stream_rec, (const char *)config + 32, 8);
     function_rec = (unsigned long long)f;
@@ -97,10 +98,10 @@ def addresses(rec):
     return (ctypes.cast(rec.rec_launch, ctypes.c_void_p).value, ctypes.cast(rec.rec_launch_ex, ctypes.c_void_p).value)
 
 
-def fake_slow(param_ctypes, rec=None, names=None, function=0xF00D, shared=0):
+def fake_slow(param_ctypes, rec=None, names=None, function=0xF00D, shared=0, programmatic=False):
     """A ctypes Launcher whose driver entry points are the recorder (no libcuda needed)."""
     slow = Launcher.__new__(Launcher)
-    ArgPacker.__init__(slow, param_ctypes, names)
+    ArgPacker.__init__(slow, param_ctypes, names, programmatic)
     slow.function, slow.shared_bytes, slow._ctx = function, shared, None
     slow._owner, slow._clones, slow._clone_lock = threading.get_ident(), {}, threading.Lock()
     if rec is not None:
@@ -227,6 +228,36 @@ def test_cluster_launch_builds_the_config_of_the_ctypes_path(mod, rec):
     assert struct.unpack_from("<3I", native_config, 64) == (2, 1, 1)
     with pytest.raises(ValueError, match="cluster"):
         fast.launch_cluster((4, 2, 1), (256, 1, 1), (0, 1, 1), 7, values)
+
+
+@pytest.mark.parametrize("cluster", [None, (2, 1, 1)])
+def test_programmatic_launches_carry_the_attribute_on_both_paths(mod, rec, cluster):
+    """A kernel that waits on the grids before it (``programmatic``) launches through cuLaunchKernelEx with
+    programmatic stream serialization allowed (attribute 6, value 1), after the cluster's attribute if any."""
+    slow = fake_slow(KINDS, rec, shared=2048, programmatic=True)
+    fast = native_for(mod, rec, slow)
+    set_layout(rec, slow)
+    values = VALUE_SETS[2]
+    configs, params = [], []
+    for launcher in (fast, slow):
+        before = rec.rec_calls()
+        if cluster is None:
+            launcher.launch(5, 1, 1, 128, 1, 1, 9, values)
+        else:
+            launcher.launch_cluster((4, 1, 1), (128, 1, 1), cluster, 9, values)
+        assert rec.rec_calls() == before + 1
+        configs.append(ctypes.string_at(rec.rec_config(), 56 + 2 * 72))
+        params.append(recorded_params(rec, slow))
+    assert params[0] == params[1]
+    native_config, ctypes_config = configs
+    attrs = 2 if cluster else 1
+    assert struct.unpack_from("<I", native_config, 48)[0] == attrs
+    assert native_config[:40] == ctypes_config[:40] and native_config[48:] == ctypes_config[48:]
+    pdl = 56 + 72 * (attrs - 1)
+    assert struct.unpack_from("<Ii", native_config, pdl)[0] == 6
+    assert struct.unpack_from("<i", native_config, pdl + 8)[0] == 1
+    if cluster:
+        assert struct.unpack_from("<I4x3I", native_config, 56) == (4, 2, 1, 1)
 
 
 def test_cuda_errors_are_cuda_errors_and_no_context_retries_once(mod, rec):

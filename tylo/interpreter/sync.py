@@ -15,6 +15,8 @@
   blocked (its loads would run out before anything changed). The CTAs that write it must run
   alongside the waiter: ``run`` runs every CTA of a grid at once when its kernel waits so (``machine.py``), and
   a wait no CTA can end is reported as a deadlock.
+* ``griddepcontrol.wait`` / ``.launch_dependents``: no effect: the interpreter runs one launch after another, so
+  the grids a launch depends on have completed before it starts.
 """
 from __future__ import annotations
 
@@ -80,7 +82,12 @@ def _wait_at_least(th, op, ins, t):
                     False if op.attrs["polls"] else None))
 
 
+def _griddepcontrol(th, op, ins, t):
+    return None
+
+
 THREAD_SEMANTICS.add("nv.named_barrier", _named_barrier)
+THREAD_SEMANTICS.add("nv.griddepcontrol", _griddepcontrol)
 THREAD_SEMANTICS.add("nv.wait_at_least", _wait_at_least)
 WARP_SEMANTICS.add("nv.elect_one", _elect)
 THREAD_SEMANTICS.add("nv.setmaxnreg", _setmaxnreg)

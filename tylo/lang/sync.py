@@ -12,6 +12,8 @@ setmaxnreg_inc(n)/_dec(n)       ``setmaxnreg.{inc,dec}.sync.aligned.u32 n``
 cluster_arrive()/_wait()        ``barrier.cluster.arrive.release`` / ``.wait.acquire``
 cluster_ctarank(), _size()      ``%cluster_ctarank``, ``%cluster_nctarank``
 wait_at_least(ptr, v, polls)    spin on ``ld.relaxed.gpu`` until ``*ptr - v >= 0`` (one thread; bounded: -> bool)
+grid_dependency_wait()          ``griddepcontrol.wait`` (programmatic dependent launch)
+launch_dependents()             ``griddepcontrol.launch_dependents``
 ==============================  ============================================================
 """
 from __future__ import annotations
@@ -25,7 +27,7 @@ from .hw_args import i32_operand, require_sm
 __all__ = [
     "cluster_ctarank", "cluster_size", "cluster_arrive", "cluster_wait", "cluster_sync",
     "named_barrier_sync", "named_barrier_arrive", "elect_one", "warpgroup_idx", "setmaxnreg_inc",
-    "setmaxnreg_dec", "wait_at_least",
+    "setmaxnreg_dec", "wait_at_least", "grid_dependency_wait", "launch_dependents",
 ]
 
 
@@ -155,3 +157,28 @@ def wait_at_least(ptr, value, polls=0, *, _ctx):
         raise LangError(f"wait_at_least: polls is a compile-time count (0: no bound), got {polls!r}")
     return _ctx.builder.value("nv.wait_at_least", [ptr, i32_operand(_ctx, value, "wait_at_least's value")], T.bool_,
                               polls=polls)
+
+
+# -- programmatic dependent launch ------------------------------------------------------------------------------
+
+@builtin
+def grid_dependency_wait(*, _ctx):
+    """``griddepcontrol.wait``: block until the grids this launch depends on (the kernels before it on its stream)
+    have completed and their memory is visible. A kernel that contains it is launched with programmatic stream
+    serialization (``CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION``): it may start while the kernel before
+    it finishes, so everything above the wait (barrier set-up, descriptor prefetch, index math) overlaps that
+    kernel's tail. Put it before the kernel's first access of global memory that an earlier kernel may write, or
+    that an earlier kernel may still read (this kernel's outputs); every thread that makes such accesses must wait
+    (or be ordered after a thread that did, by a barrier). Without a dependency it returns at once."""
+    require_sm(_ctx, 90, "grid_dependency_wait")
+    _ctx.builder.create("nv.griddepcontrol", [], [], {"kind": "wait"})
+
+
+@builtin
+def launch_dependents(*, _ctx):
+    """``griddepcontrol.launch_dependents``: the next kernel on the stream (if it waits with
+    ``grid_dependency_wait``) may be scheduled once every CTA of this grid has called it or exited; its CTAs then
+    take SMs as they free up and run up to their own wait. It orders no memory (the dependent's wait does that), so
+    it may come early, even first."""
+    require_sm(_ctx, 90, "launch_dependents")
+    _ctx.builder.create("nv.griddepcontrol", [], [], {"kind": "launch_dependents"})

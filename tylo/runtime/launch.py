@@ -8,7 +8,7 @@ its error path (``_native_pack_error``, ``_native_failed``), and the fallback wh
 A ``Launcher`` is built once per compiled kernel. It lays out, in ONE
 preallocated host buffer:
 
-    [ kernel parameters, each at its natural alignment ][ CUlaunchConfig ][ CUlaunchAttribute ]
+    [ kernel parameters, each at its natural alignment ][ CUlaunchConfig ][ cluster attribute ][ PDL attribute ]
 
 and a ``void*[n]`` array pointing at each parameter, both made once. A launch
 is then:
@@ -53,6 +53,7 @@ __all__ = ["Launcher", "ArgPacker", "make_launcher", "native_launcher", "CUlaunc
            "CUlaunchAttributeValue", "CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION"]
 
 CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4
+CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6
 _CUDA_ERROR_INVALID_CONTEXT = 201
 _SMEM_OPTIN_THRESHOLD = 48 * 1024
 
@@ -72,7 +73,8 @@ class _Dim3(ctypes.Structure):
 
 class CUlaunchAttributeValue(ctypes.Union):
     _fields_ = [("pad", ctypes.c_char * 64), ("clusterDim", _Dim3),
-                ("cooperative", ctypes.c_int), ("_align", ctypes.c_void_p)]
+                ("cooperative", ctypes.c_int), ("programmaticStreamSerializationAllowed", ctypes.c_int),
+                ("_align", ctypes.c_void_p)]
 
 
 class CUlaunchAttribute(ctypes.Structure):
@@ -91,6 +93,7 @@ class CUlaunchConfig(ctypes.Structure):
 # struct formats that write the same bytes as the Structures above
 _CONFIG_FMT = "7I4xQQI4x"      # grid3, block3, shared, (pad), stream, attrs, numAttrs, (pad)
 _ATTR_FMT = "I4x3I52x"         # id, (pad), clusterDim x/y/z, (rest of the 64-byte union)
+_ATTR_SIZE = 72
 assert struct.calcsize("<" + _CONFIG_FMT) == ctypes.sizeof(CUlaunchConfig) == 56
 assert struct.calcsize("<" + _ATTR_FMT) == ctypes.sizeof(CUlaunchAttribute) == 72
 assert CUlaunchConfig.hStream.offset == 32 and CUlaunchConfig.numAttrs.offset == 48
@@ -213,8 +216,9 @@ class ArgPacker:
     """The driver-free half of a Launcher: the prepared buffer, the
     ``void*[n]`` array and the packing. Tests inspect it on a CPU machine."""
 
-    def __init__(self, param_ctypes, names=None):
+    def __init__(self, param_ctypes, names=None, programmatic=False):
         self.param_ctypes = list(param_ctypes)
+        self.programmatic = bool(programmatic)
         n = len(self.param_ctypes)
         self.names = list(names) if names is not None else [f"#{i}" for i in range(n)]
         if len(self.names) != n:
@@ -239,7 +243,7 @@ class ArgPacker:
         if cfg_off > off:
             fmts.append(f"{cfg_off - off}x")
         attr_off = cfg_off + 56
-        total = attr_off + 72
+        total = attr_off + 2 * _ATTR_SIZE      # the cluster attribute, then the programmatic one (fixed)
         self._param_fmt = "".join(fmts)
         self.offsets = offsets
         self.config_offset = cfg_off
@@ -258,7 +262,14 @@ class ArgPacker:
         self._attr_addr = self._addr + attr_off
         s_plain = struct.Struct("<" + self._param_fmt + _CONFIG_FMT)
         s_cluster = struct.Struct("<" + self._param_fmt + _CONFIG_FMT + _ATTR_FMT)
-        assert s_plain.size == attr_off and s_cluster.size == total
+        assert s_plain.size == attr_off and s_cluster.size == attr_off + _ATTR_SIZE
+        # a kernel that waits on the grids before it (griddepcontrol.wait) launches with programmatic stream
+        # serialization: the attribute after the cluster's, written once; a plain launch points at it alone
+        pdl_off = attr_off + _ATTR_SIZE
+        struct.pack_into("<I4xi", self._storage, base + pdl_off, CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+                         1)
+        self._plain_attrs = (self._addr + pdl_off, 1) if self.programmatic else (0, 0)
+        self._cluster_attrs = 2 if self.programmatic else 1
         self._pack_plain = s_plain.pack_into
         self._pack_cluster = s_cluster.pack_into
 
@@ -274,11 +285,11 @@ class ArgPacker:
         try:
             if cluster is None:
                 self._pack_plain(self._storage, self._base, *values, gx, gy, gz, bx, by, bz,
-                                 shared_bytes, stream, 0, 0)
+                                 shared_bytes, stream, *self._plain_attrs)
             else:
                 cx, cy, cz = cluster
                 self._pack_cluster(self._storage, self._base, *values, gx, gy, gz, bx, by, bz,
-                                   shared_bytes, stream, self._attr_addr, 1,
+                                   shared_bytes, stream, self._attr_addr, self._cluster_attrs,
                                    CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, cx, cy, cz)
         except Exception:
             raise self._bad_args(values, (gx, gy, gz, bx, by, bz, shared_bytes, stream)) from None
@@ -312,9 +323,9 @@ class ArgPacker:
         """A ctypes view of the prepared CUlaunchConfig."""
         return CUlaunchConfig.from_address(self._cfg_addr)
 
-    def attribute(self) -> CUlaunchAttribute:
-        """A ctypes view of the prepared cluster CUlaunchAttribute."""
-        return CUlaunchAttribute.from_address(self._attr_addr)
+    def attribute(self, index=0) -> CUlaunchAttribute:
+        """A ctypes view of the prepared CUlaunchAttributes: 0 the cluster's, 1 programmatic stream serialization."""
+        return CUlaunchAttribute.from_address(self._attr_addr + index * _ATTR_SIZE)
 
     # ---- slow-path diagnostics ----
     def _check_blobs(self, values):
@@ -372,9 +383,9 @@ class Launcher(ArgPacker):
     cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES).
     """
 
-    def __init__(self, function: int, param_ctypes, shared_bytes: int = 0, *, names=None,
+    def __init__(self, function: int, param_ctypes, shared_bytes: int = 0, *, names=None, programmatic=False,
                  _clone_of: "Launcher | None" = None):
-        super().__init__(param_ctypes, names)
+        super().__init__(param_ctypes, names, programmatic)
         self.function = int(function)
         self.shared_bytes = int(shared_bytes)
         self._owner = threading.get_ident()
@@ -398,7 +409,7 @@ class Launcher(ArgPacker):
             self._check_blobs(values)
         try:
             self._pack_plain(self._storage, self._base, *values, gx, gy, gz, bx, by, bz,
-                             self.shared_bytes, stream, 0, 0)
+                             self.shared_bytes, stream, *self._plain_attrs)
         except Exception:
             raise self._bad_args(values, (gx, gy, gz, bx, by, bz, self.shared_bytes, stream)) \
                 from None
@@ -418,7 +429,7 @@ class Launcher(ArgPacker):
             self._check_blobs(values)
         try:
             self._pack_cluster(self._storage, self._base, *values, gx, gy, gz, bx, by, bz,
-                               self.shared_bytes, stream, self._attr_addr, 1,
+                               self.shared_bytes, stream, self._attr_addr, self._cluster_attrs,
                                CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, cx, cy, cz)
         except Exception:
             for label, v in (("cluster x", cx), ("cluster y", cy), ("cluster z", cz)):
@@ -462,7 +473,7 @@ class Launcher(ArgPacker):
                 clone = self._clones.get(tid)
                 if clone is None:
                     clone = Launcher(self.function, self.param_ctypes, self.shared_bytes,
-                                     names=self.names, _clone_of=self)
+                                     names=self.names, programmatic=self.programmatic, _clone_of=self)
                     self._clones[tid] = clone
         return clone
 
@@ -492,12 +503,14 @@ def _entry_address(name: str) -> int:
     return ctypes.cast(getattr(_lib_state["lib"], name), ctypes.c_void_p).value
 
 
-def make_launcher(native, function: int, param_ctypes, shared_bytes: int = 0, *, names=None):
+def make_launcher(native, function: int, param_ctypes, shared_bytes: int = 0, *, names=None, programmatic=False):
     """The launcher of one kernel variant: ``native.Launcher`` (``native``: the module of
     ``tylo.runtime.native.load()``) wrapping a ctypes ``Launcher`` that it hands errors to, or the
     ctypes ``Launcher`` itself when ``native`` is None. Both have ``launch(gx, gy, gz, bx, by, bz,
-    stream, values)`` and ``launch_cluster(grid3, block3, cluster3, stream, values)``."""
-    slow = Launcher(function, param_ctypes, shared_bytes, names=names)
+    stream, values)`` and ``launch_cluster(grid3, block3, cluster3, stream, values)``; with
+    ``programmatic`` every launch allows programmatic stream serialization (the kernel waits on the grids
+    before it with ``griddepcontrol.wait``)."""
+    slow = Launcher(function, param_ctypes, shared_bytes, names=names, programmatic=programmatic)
     if native is None:
         return slow
     return native_launcher(native, slow)

@@ -40,6 +40,7 @@ typedef struct {
     union {
         char bytes[64];
         struct { unsigned x, y, z; } cluster;
+        int programmatic;
         void *align;
     } value;
 } LaunchAttribute;
@@ -52,6 +53,7 @@ typedef struct {
 } LaunchConfig;
 
 #define CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION 4
+#define CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION 6
 #define CUDA_ERROR_INVALID_CONTEXT 201
 #define STACK_PARAM_BYTES 4096
 #define STACK_PARAMS 128
@@ -79,6 +81,7 @@ typedef struct {
     Py_ssize_t n, param_bytes;
     Slot *slots;
     PyObject *slow;
+    int programmatic;   /* slow.programmatic: every launch allows programmatic stream serialization */
 } Launcher;
 
 static PyObject *Launcher_type;
@@ -125,6 +128,7 @@ static PyObject *Launcher_new(PyTypeObject *tp, PyObject *args, PyObject *kwargs
     if (!self) return NULL;
     self->slots = NULL;
     self->slow = NULL;
+    self->programmatic = 0;
     self->n = n;
     self->param_bytes = param_bytes;
     self->shared = shared;
@@ -149,6 +153,11 @@ static PyObject *Launcher_new(PyTypeObject *tp, PyObject *args, PyObject *kwargs
     }
     Py_INCREF(slow);
     self->slow = slow;
+    PyObject *programmatic = PyObject_GetAttrString(slow, "programmatic");
+    if (!programmatic) goto fail;
+    self->programmatic = PyObject_IsTrue(programmatic);
+    Py_DECREF(programmatic);
+    if (self->programmatic < 0) goto fail;
     return (PyObject *)self;
 fail:
     Py_DECREF(self);
@@ -292,26 +301,35 @@ static int do_launch(Launcher *self, const unsigned *dims, const unsigned *clust
     }
     for (int attempt = 0; attempt < 2; attempt++) {
         int r;
-        if (cluster == NULL) {
+        if (cluster == NULL && !self->programmatic) {
             Py_BEGIN_ALLOW_THREADS
             r = self->launch(self->function, dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], self->shared,
                              (void *)(uintptr_t)stream, ptrs, NULL);
             Py_END_ALLOW_THREADS
         } else {
-            LaunchAttribute attr;
-            memset(&attr, 0, sizeof attr);
-            attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-            attr.value.cluster.x = cluster[0];
-            attr.value.cluster.y = cluster[1];
-            attr.value.cluster.z = cluster[2];
+            LaunchAttribute attrs[2];
+            unsigned num_attrs = 0;
+            memset(attrs, 0, sizeof attrs);
+            if (cluster != NULL) {
+                attrs[num_attrs].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+                attrs[num_attrs].value.cluster.x = cluster[0];
+                attrs[num_attrs].value.cluster.y = cluster[1];
+                attrs[num_attrs].value.cluster.z = cluster[2];
+                num_attrs++;
+            }
+            if (self->programmatic) {
+                attrs[num_attrs].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+                attrs[num_attrs].value.programmatic = 1;
+                num_attrs++;
+            }
             LaunchConfig cfg;
             memset(&cfg, 0, sizeof cfg);   /* padding included: the bytes the ctypes path writes */
             memcpy(cfg.grid, dims, sizeof cfg.grid);
             memcpy(cfg.block, dims + 3, sizeof cfg.block);
             cfg.shared = self->shared;
             cfg.stream = (void *)(uintptr_t)stream;
-            cfg.attrs = &attr;
-            cfg.num_attrs = 1;
+            cfg.attrs = attrs;
+            cfg.num_attrs = num_attrs;
             Py_BEGIN_ALLOW_THREADS
             r = self->launch_ex(&cfg, self->function, ptrs, NULL);
             Py_END_ALLOW_THREADS
@@ -320,7 +338,8 @@ static int do_launch(Launcher *self, const unsigned *dims, const unsigned *clust
         /* slow._native_failed(code, call, retried): True to retry once (it made the kernel's context
          * current), else it raises the CudaError */
         PyObject *retry = PyObject_CallMethod(self->slow, "_native_failed", "(isi)", r,
-                                              cluster ? "cuLaunchKernelEx" : "cuLaunchKernel", attempt);
+                                              cluster || self->programmatic ? "cuLaunchKernelEx" : "cuLaunchKernel",
+                                              attempt);
         if (!retry) goto done;
         int again = PyObject_IsTrue(retry);
         Py_DECREF(retry);

@@ -1,5 +1,6 @@
 """Inline PTX for named and cluster barriers, elect and setmaxnreg: ``convergent`` asm (never
-duplicated into divergent paths) with a memory clobber; and the counter wait, a spin loop of relaxed loads."""
+duplicated into divergent paths) with a memory clobber; the counter wait, a spin loop of relaxed loads; and
+``griddepcontrol`` (a memory clobber: no memory access moves above the wait)."""
 from __future__ import annotations
 
 from ..asm import MEMORY_CLOBBER, convergent_asm
@@ -61,3 +62,8 @@ def _wait_at_least(lw, op):
     b = lw.fresh()
     lw.emit(f"{b} = icmp ne i32 {r}, 0")
     lw.bind(op.results[0], b)
+
+
+@lowering("nv.griddepcontrol")
+def _griddepcontrol(lw, op):
+    lw.asm(f"griddepcontrol.{op.attrs['kind']};", _MEM, (), (), side_effects=True)

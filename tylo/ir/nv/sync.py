@@ -1,6 +1,7 @@
 """Synchronisation beyond the CTA barrier: named and cluster barriers, elect, setmaxnreg (sm_90+), all
 collectives (``convergent``: every participating thread executes them together); and one thread's wait on a
-counter in global memory (``nv.wait_at_least``), the consumer's half of a flag between CTAs.
+counter in global memory (``nv.wait_at_least``), the consumer's half of a flag between CTAs; and programmatic
+dependent launch (``nv.griddepcontrol``): waiting for the grids a launch may overlap, letting the next start early.
 """
 from __future__ import annotations
 
@@ -45,4 +46,7 @@ DEFINITIONS = define_ops(
           doc="ptr, value -> bool: spin (ld.relaxed.gpu) until the i32 at ptr is at least value in serial-number "
               "order (the wrapping difference is non-negative): true; or, with polls > 0, false after that many "
               "loads without (polls = 0: no bound)", **_RW),
+    OpDef("nv.griddepcontrol", 0, 0, False, one_of("kind", ("wait", "launch_dependents")), (Attr("kind", (str,)),),
+          doc="griddepcontrol.wait (the prerequisite grids have completed and their memory is visible) / "
+              "griddepcontrol.launch_dependents (the dependent grid may be scheduled)", **_RW),
 )
