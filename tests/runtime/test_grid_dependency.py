@@ -53,3 +53,26 @@ def test_the_interpreter_runs_a_chain_of_launches():
 def test_griddepcontrol_needs_sm_90():
     with pytest.raises(tylo.CompileError, match=r"test_grid_dependency.py:\d+:\d+: error: launch_dependents needs sm_90"):
         step.compile("*f32, *f32, i32", arch="sm_80")
+
+
+CACHED_DRIVER = '''
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import test_grid_dependency as t
+ck = t.step.compile("*f32, *f32, i32", arch="sm_90")
+print(json.dumps({"from_cache": ck.from_cache, "waits": ck.waits_on_prior_grids}))
+'''
+
+
+def test_a_kernel_served_from_the_cache_still_launches_programmatically(tmp_path):
+    import json
+    import os
+    import subprocess
+    import sys
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = dict(os.environ, TYLO_CACHE_DIR=str(tmp_path / "cache"), PYTHONPATH=root)
+    runs = [json.loads(subprocess.run([sys.executable, "-c", CACHED_DRIVER, os.path.dirname(__file__)], env=env,
+                                      capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1])
+            for _ in range(2)]
+    assert runs == [{"from_cache": False, "waits": True}, {"from_cache": True, "waits": True}]
