@@ -179,6 +179,8 @@ def launch_dependents(*, _ctx):
     """``griddepcontrol.launch_dependents``: the next kernel on the stream (if it waits with
     ``grid_dependency_wait``) may be scheduled once every CTA of this grid has called it or exited; its CTAs then
     take SMs as they free up and run up to their own wait. It orders no memory (the dependent's wait does that), so
-    it may come early, even first."""
+    it may come anywhere; without it the next kernel is scheduled as this grid's CTAs exit. Early is not always
+    better: called first in the Hopper GEMM it cost up to 12% on HBM-bound shapes, for a cause not yet profiled
+    (docs/hopper.md, "Programmatic dependent launch")."""
     require_sm(_ctx, 90, "launch_dependents")
     _ctx.builder.create("nv.griddepcontrol", [], [], {"kind": "launch_dependents"})

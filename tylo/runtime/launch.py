@@ -50,7 +50,8 @@ import time
 from .errors import CudaError
 
 __all__ = ["Launcher", "ArgPacker", "make_launcher", "native_launcher", "CUlaunchConfig", "CUlaunchAttribute",
-           "CUlaunchAttributeValue", "CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION"]
+           "CUlaunchAttributeValue", "CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION",
+           "CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION"]
 
 CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION = 4
 CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 6
@@ -444,7 +445,8 @@ class Launcher(ArgPacker):
 
     def launch_basic(self, gx, gy, gz, bx, by, bz, stream, values):
         """The same launch through cuLaunchKernel (11 ctypes arguments): kept
-        for comparison and for drivers without cuLaunchKernelEx."""
+        for comparison and for drivers without cuLaunchKernelEx (it takes no attributes: a
+        ``programmatic`` kernel launched so simply waits for the kernel before it)."""
         if _get_ident() != self._owner:
             return self._other_thread().launch_basic(gx, gy, gz, bx, by, bz, stream, values)
         self.pack(values)
