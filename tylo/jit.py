@@ -112,10 +112,11 @@ class CompiledKernel:
 
     @property
     def waits_on_prior_grids(self) -> bool:
-        """Whether the kernel waits on the grids before it (``grid_dependency_wait``, ``griddepcontrol.wait``): then
-        it is launched with programmatic stream serialization and may start while they finish. Read from the PTX, so
-        a kernel served from the cache knows it too."""
-        return "griddepcontrol.wait;" in self.ptx
+        """Whether the kernel waits on the grids before it (``grid_dependency_wait``): then it is launched with
+        programmatic stream serialization and may start while they finish. Read from the PTX, so a kernel served
+        from the cache knows it too."""
+        from .codegen.ptx.sync import waits_on_prior_grids
+        return waits_on_prior_grids(self.ptx)
 
 
 def _ctype(t):

@@ -8,7 +8,7 @@ LLVM moves no load or store across it.
 """
 from __future__ import annotations
 
-from ..asm import MEMORY_CLOBBER
+from ..asm import MEMORY_CLOBBER, bind_flag
 from ..registry import lowering
 
 __all__ = []
@@ -62,9 +62,7 @@ def _expect_tx(lw, op):
 def _try_wait(lw, op):
     r = _on_barrier(lw, op, "{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2; "
                             "selp.u32 $0, 1, 0, p; }", "i32")
-    b = lw.fresh()
-    lw.emit(f"{b} = icmp ne i32 {r}, 0")
-    lw.bind(op.results[0], b)
+    bind_flag(lw, op, r)
 
 
 @lowering("nv.mbarrier.wait")

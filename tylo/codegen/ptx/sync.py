@@ -3,10 +3,10 @@ duplicated into divergent paths) with a memory clobber; the counter wait, a spin
 ``griddepcontrol`` (a memory clobber: no memory access moves above the wait)."""
 from __future__ import annotations
 
-from ..asm import MEMORY_CLOBBER, convergent_asm
+from ..asm import MEMORY_CLOBBER, bind_flag, convergent_asm
 from ..registry import lowering
 
-__all__ = []
+__all__ = ["waits_on_prior_grids"]
 
 _MEM = MEMORY_CLOBBER
 
@@ -23,9 +23,7 @@ def _named(lw, op):
 def _elect(lw, op):
     (r,) = convergent_asm(lw, "{ .reg .pred p; elect.sync _|p, 0xffffffff; selp.u32 $0, 1, 0, p; }", "=r", ["i32"], (),
                   side_effects=True)
-    b = lw.fresh()
-    lw.emit(f"{b} = icmp ne i32 {r}, 0")
-    lw.bind(op.results[0], b)
+    bind_flag(lw, op, r)
 
 
 @lowering("nv.setmaxnreg")
@@ -59,11 +57,15 @@ def _wait_at_least(lw, op):
         text = "{ .reg .pred p; .reg .s32 v; TYLO_SPIN: " + load + "@!p bra TYLO_SPIN; selp.u32 $0, 1, 0, p; }"
     (r,) = lw.asm(text, f"=r,l,r,{_MEM}", ["i32"], [("i64", lw.address(ptr, 64)), ("i32", lw.ref(value))],
                   side_effects=True)
-    b = lw.fresh()
-    lw.emit(f"{b} = icmp ne i32 {r}, 0")
-    lw.bind(op.results[0], b)
+    bind_flag(lw, op, r)
 
 
 @lowering("nv.griddepcontrol")
 def _griddepcontrol(lw, op):
     lw.asm(f"griddepcontrol.{op.attrs['kind']};", _MEM, (), (), side_effects=True)
+
+
+def waits_on_prior_grids(ptx: str) -> bool:
+    """Whether a kernel's PTX waits on the grids before it (``nv.griddepcontrol`` wait): the launcher then allows
+    programmatic stream serialization. Read from the PTX, which the cache keeps with every kernel."""
+    return "griddepcontrol.wait;" in ptx
