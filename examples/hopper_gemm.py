@@ -1126,7 +1126,7 @@ def split_as_cluster(best, M, N, K, dtype, sms, a_k_major, b_k_major):
     mk = kernel_operands(best, M, N)[0]
     options = [(estimate_seconds(best, M, N, K, dtype.itemsize, sms), best)]
     for split in range(2, MAX_CLUSTER + 1):
-        plain = replace(best, split_k=split, split_tail=False)
+        plain = replace(best, split_k=split, split_tail=False, split_cluster=False)
         if not split_cluster_pays(plain, mk) or k_steps(K, dtype.itemsize) < split:
             continue
         clustered = replace(plain, split_cluster=True)
@@ -1308,20 +1308,32 @@ def tuning_candidates(M, N, K, dtype=tylo.bf16, sms=132, a_k_major=True, b_k_maj
 
 def tuned_config(c, a, b, M, N, K, stream, dtype, sms, a_mn, b_mn, row_align):
     """The fastest of ``tuning_candidates`` on these arrays (``tylo.tune_launches``: timed on the first call for
-    the shape, layouts and alignment, then read from the tylo cache; ``tylo cache list`` shows the timings)."""
-    configs, runs = {}, {}
-    for cfg in tuning_candidates(M, N, K, dtype, sms, not a_mn, not b_mn, row_align):
-        try:
-            runs[repr(cfg)] = prepare(c, a, b, M, N, K, stream, config=cfg)
-        except ValueError:        # refused for these arrays (their alignment): not a candidate here
-            continue
-        configs[repr(cfg)] = cfg
-    if not runs:                  # every candidate refused: the heuristic's pick, whose prepare says why
-        return choose_config(M, N, K, dtype, sms, not a_mn, not b_mn, row_align)
+    the shape, layouts and alignment, then read from the tylo cache; ``tylo cache list`` shows the timings). The
+    candidates are prepared (compiled) only when they are timed: a stored result compiles only its winner."""
+    configs = {repr(cfg): cfg for cfg in tuning_candidates(M, N, K, dtype, sms, not a_mn, not b_mn, row_align)}
+
+    refused = []
+
+    def preparer(cfg):
+        def prepare_candidate():
+            try:
+                return prepare(c, a, b, M, N, K, stream, config=cfg)
+            except ValueError:        # refused for these arrays (their alignment): not a candidate here
+                refused.append(cfg)
+                return None
+        return prepare_candidate
+
     key = (("M", M), ("N", N), ("K", K), ("dtype", dtype.name), ("A", "M-major" if a_mn else "K-major"),
            ("B", "N-major" if b_mn else "K-major"), ("row_align", row_align), ("sms", sms))
-    best = tylo.tune_launches("hopper_gemm.launch", key, runs, source=_kernel_source(),
-                              stream=launch_stream(stream, c), **TUNING_REGIME)
+    try:
+        best = tylo.tune_launches("hopper_gemm.launch", key, {label: preparer(cfg) for label, cfg in configs.items()},
+                                  source=_kernel_source(), stream=launch_stream(stream, c), lazy=True,
+                                  **TUNING_REGIME)
+    except tylo.autotuner.AutotuneError:
+        if len(refused) < len(configs):
+            raise
+        # every candidate refused: the heuristic's pick, whose prepare says why
+        return choose_config(M, N, K, dtype, sms, not a_mn, not b_mn, row_align)
     return configs[best]
 
 

@@ -662,7 +662,7 @@ _CHOSEN_LOCK = threading.Lock()
 
 
 def tune_launches(name, key, candidates, *, source="", warmup=25, rep=100, flush_l2=True, batch=1, stream=None,
-                  target=None, timer=None, clock=None) -> str:
+                  target=None, timer=None, clock=None, lazy=False) -> str:
     """The label of the fastest of ``candidates`` (label -> a function of no arguments that queues one run of the
     computation on ``stream``), timed with ``do_bench`` on the first call for ``key`` and stored in the tylo cache
     like ``autotune``'s results (``tylo cache list`` shows them under ``name``).
@@ -674,7 +674,11 @@ def tune_launches(name, key, candidates, *, source="", warmup=25, rep=100, flush
     tuned again. Ties keep the earlier candidate: put the default first. A candidate that raises is reported
     (``AutotuneWarning``) and skipped; none left raises ``AutotuneError``. ``flush_l2``/``batch``: do_bench's,
     as for ``autotune``. ``target``: (arch, device name)
-    instead of the current device's (tests); ``timer``/``clock`` as for ``autotune``."""
+    instead of the current device's (tests); ``timer``/``clock`` as for ``autotune``.
+
+    ``lazy=True``: each value is instead a function of no arguments that prepares the candidate (compiles its
+    kernel, builds its descriptors) and returns its launch function, or None where the candidate does not apply;
+    it is called only when the candidates are timed, so a stored result prepares nothing."""
     if not isinstance(candidates, Mapping) or not candidates:
         raise ValueError(f"tune_launches {name}: candidates must be a non-empty dict of label -> function")
     for label, fn in candidates.items():
@@ -694,10 +698,27 @@ def tune_launches(name, key, candidates, *, source="", warmup=25, rep=100, flush
             record = load_record(identity)
             best = record.best if record is not None and record.best in candidates else None
         if best is None:
+            if lazy:
+                candidates = _prepare_candidates(name, candidates)
             best = _time_launches(name, key, candidates, identity, (warmup, rep, flush_l2, batch), stream, timer,
                                   clock)
         _CHOSEN[memo] = best
     return best
+
+
+def _prepare_candidates(name, factories):
+    """label -> launch function from ``tune_launches``' lazy candidates (label -> preparer), leaving out those
+    whose preparer returns None (not applicable here)."""
+    prepared = {}
+    for label, factory in factories.items():
+        launch = factory()
+        if launch is not None:
+            if not callable(launch):
+                raise TypeError(f"tune_launches {name}: the preparer of {label} returned {launch!r}, not a function")
+            prepared[label] = launch
+    if not prepared:
+        raise AutotuneError(f"tune_launches {name}: no candidate applies (every preparer returned None)")
+    return prepared
 
 
 def _time_launches(name, key, candidates, identity, budget, stream, timer, clock) -> str:

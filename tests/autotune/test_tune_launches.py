@@ -106,3 +106,68 @@ def test_progress_on_stderr_once_tuning_takes_over_a_second(clock, timer, capsys
     tune(clock, timer, {"a": 300.0, "b": 200.0}, key=(("M", 1),))
     err = capsys.readouterr().err
     assert "tuning gemm.launch [M=1] over 2 candidates" in err and "best b" in err
+
+
+def lazy_tune(clock, timer, costs, prepared, skip=()):
+    """``tune_launches(lazy=True)``: each candidate prepared (recorded in ``prepared``) only when timed; the labels in
+    ``skip`` prepare to None (not applicable)."""
+    launches = costing(clock, costs)
+
+    def preparer(label):
+        def prepare():
+            prepared.append(label)
+            return None if label in skip else launches[label]
+        return prepare
+    return tylo.tune_launches("gemm.launch", KEY, {label: preparer(label) for label in costs}, source="v1", warmup=1,
+                              rep=5, target=TARGET, timer=timer, clock=clock.seconds, lazy=True)
+
+
+def test_lazy_candidates_are_prepared_only_when_timed(clock, timer, monkeypatch):
+    prepared = []
+    assert lazy_tune(clock, timer, {"a": 3.0, "b": 1.0, "c": 2.0}, prepared) == "b"
+    assert prepared == ["a", "b", "c"]
+    monkeypatch.setattr(autotune_module, "_CHOSEN", {})      # a new process: the stored choice, nothing prepared
+    prepared.clear()
+    assert lazy_tune(clock, timer, {"a": 3.0, "b": 1.0, "c": 2.0}, prepared) == "b"
+    assert prepared == []
+
+
+def test_lazy_candidates_that_do_not_apply_are_left_out(clock, timer):
+    prepared = []
+    assert lazy_tune(clock, timer, {"a": 3.0, "b": 1.0, "c": 2.0}, prepared, skip={"b"}) == "c"
+    (record,) = list_tuned()
+    assert [t.config for t in record.timings] == ["a", "c"]
+    with pytest.raises(AutotuneError, match="no candidate applies"):
+        lazy_tune(clock, timer, {"x": 1.0}, [], skip={"x"})
+
+
+def test_a_lazy_preparer_must_return_a_function(clock, timer):
+    with pytest.raises(TypeError, match="preparer of a returned 3"):
+        tylo.tune_launches("k", KEY, {"a": lambda: 3}, target=TARGET, timer=timer, lazy=True)
+
+
+def test_the_gemm_tuner_compiles_only_its_stored_winner(clock, timer, monkeypatch):
+    # hopper_gemm's launch(autotune=True) on a shape tuned before prepares (compiles) only the winner: its
+    # candidates are lazy (session 21 prepared all eight on every first call of a process)
+    import os
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "examples"))
+    import hopper_gemm as hg
+    prepared = []
+
+    def fake_prepare(c, a, b, M, N, K, stream, config):
+        prepared.append(config)
+        return costing(clock, {"run": 2.0 if config.tn == 64 else 3.0})["run"]
+
+    real = tylo.tune_launches
+    monkeypatch.setattr(hg, "prepare", fake_prepare)
+    monkeypatch.setattr(hg, "launch_stream", lambda stream, c: None)
+    monkeypatch.setattr(tylo, "tune_launches", lambda *a, **kw: real(*a, target=TARGET, timer=timer,
+                                                                         clock=clock.seconds, **kw))
+    args = (None, None, None, 256, 1024, 8192, None, tylo.bf16, 132, False, True, 128)
+    first = hg.tuned_config(*args)
+    candidates = hg.tuning_candidates(256, 1024, 8192, tylo.bf16, 132, True, False, 128)
+    assert prepared == candidates and first.tn == 64
+    monkeypatch.setattr(autotune_module, "_CHOSEN", {})      # a new process
+    prepared.clear()
+    assert hg.tuned_config(*args) == first and prepared == []

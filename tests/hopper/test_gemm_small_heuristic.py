@@ -405,3 +405,14 @@ def test_tuning_candidates_reach_the_measured_better_tiles():
     assert has((256, 1024, 8192), True, 64, 64, 2)
     assert has((776, 1232, 2224), True, 64, 176, 1)
     assert has((512, 1024, 8192), True, 64, 256, 4)
+
+
+def test_finishing_a_split_cluster_pick_again_weighs_other_splits_without_raising():
+    # finish_config of a pick already run as a cluster weighs the other split counts from the plain split: an
+    # 8-split cluster of this tile cannot hold its partials in 8 stages, and replacing the split count of the
+    # cluster form raised (found by a refit of the cost model, session 22)
+    pick = cfg(128, 64, 8, split_k=2, swap_ab=True, direct=True, split_cluster=True)
+    with pytest.raises(ValueError, match="partial tiles do not fit"):
+        dataclasses.replace(pick, split_k=8)
+    finished = hg.finish_config(pick, 16, 1024, 8192, tylo.bf16, SMS, True, True)
+    assert finished.split_cluster and finished.tn == 64 and finished.swap_ab
