@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 
 from .codegen.targets import resource_limits, target_for_capability
 from .ir.types import ScalarType
+from .knobs import print_autotuning
 from .runtime.arrays import array_extractor
 from .testing import do_bench
 from .tuning_store import ConfigTiming, TunedRecord, clear_tuned, format_tuned, list_tuned, load_record, store_record
@@ -227,27 +228,36 @@ def _device_buffer(v) -> tuple[int, int]:
 # ------------------------------------------------------------------ progress
 
 class _Progress:
-    """Prints to stderr once tuning has taken more than PROGRESS_AFTER_S seconds."""
+    """Prints to stderr once tuning has taken more than PROGRESS_AFTER_S seconds (from the start with
+    ``TYLO_PRINT_AUTOTUNING=1``)."""
 
     def __init__(self, title: str, clock, stream=None):
         self.title, self.clock = title, clock
         self.stream = stream if stream is not None else sys.stderr
         self.start = clock()
+        self.verbose = print_autotuning()
         self.shown = False
 
     def elapsed(self) -> float:
         return self.clock() - self.start
 
     def step(self, text: str) -> None:
-        if not self.shown and self.elapsed() > PROGRESS_AFTER_S:
+        if not self.shown and (self.verbose or self.elapsed() > PROGRESS_AFTER_S):
             self.shown = True
             print(f"tylo.autotune: tuning {self.title} ...", file=self.stream, flush=True)
         if self.shown:
             print(f"tylo.autotune:   {text} ({self.elapsed():.1f} s)", file=self.stream, flush=True)
 
     def finish(self, text: str) -> None:
-        if self.shown or self.elapsed() > PROGRESS_AFTER_S:
+        if self.shown or self.verbose or self.elapsed() > PROGRESS_AFTER_S:
             print(f"tylo.autotune: {self.title}: {text} after {self.elapsed():.1f} s", file=self.stream, flush=True)
+
+
+def _report_stored(title: str, best: str) -> None:
+    """``TYLO_PRINT_AUTOTUNING=1``: say which stored choice a tuning key uses (once per key and process)."""
+    if print_autotuning():
+        print(f"tylo.autotune: {title}: stored choice {best} (tylo cache list shows its timings)", file=sys.stderr,
+              flush=True)
 
 
 # ------------------------------------------------------------------ the tuner
@@ -467,6 +477,7 @@ class Autotuner:
         if config is not None:
             self._best[tkey] = config
             self.timings[tkey] = record.timings
+            _report_stored(f"{self.__name__} [{_key_display(tkey)}]", config.label)
         return config
 
     # -- tuning ---------------------------------------------------------------------------
@@ -697,6 +708,8 @@ def tune_launches(name, key, candidates, *, source="", warmup=25, rep=100, flush
         if best is None:
             record = load_record(identity)
             best = record.best if record is not None and record.best in candidates else None
+            if best is not None:
+                _report_stored(f"{name} [{_key_display(key)}]", best)
         if best is None:
             if lazy:
                 candidates = _prepare_candidates(name, candidates)

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["KNOBS", "env_flag", "debug_enabled", "lineinfo_enabled", "always_compile", "dump_folder"]
+__all__ = ["KNOBS", "env_flag", "debug_enabled", "lineinfo_enabled", "always_compile", "dump_folder",
+           "print_autotuning"]
 
 # name -> what it does (docs/knobs.md holds the full table; a test keeps the two in step)
 KNOBS = {
@@ -20,6 +21,7 @@ KNOBS = {
     "TYLO_LINEINFO": "0 compiles kernels without line info (.file/.loc in the PTX, -lineinfo in the cubin)",
     "TYLO_INTERPRET": "1 runs kernels in the CPU interpreter (see docs/interpreter.md)",
     "TYLO_NATIVE_LAUNCH": "0 launches through ctypes instead of the native launcher (tylo/runtime/native.py)",
+    "TYLO_PRINT_AUTOTUNING": "1 prints every tuning's progress and winner, and each stored choice when first used",
 }
 
 _TRUE = ("1", "true", "yes", "on")
@@ -66,3 +68,9 @@ def always_compile() -> bool:
 def dump_folder() -> str | None:
     """``TYLO_DUMP``: the folder to write each kernel's IR, LLVM and PTX into, or None."""
     return os.environ.get("TYLO_DUMP") or None
+
+
+def print_autotuning() -> bool:
+    """``TYLO_PRINT_AUTOTUNING``: report every tuning and every stored choice on stderr (default: only tunings that
+    take more than a second)."""
+    return env_flag("TYLO_PRINT_AUTOTUNING", False)

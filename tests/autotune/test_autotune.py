@@ -396,3 +396,24 @@ def test_concurrent_first_calls_tune_once(monkeypatch, clock, timer, arrays):
     for t in threads:
         t.join()
     assert len(tunings) == 1
+
+
+def test_print_autotuning_reports_short_tunings_and_stored_choices(monkeypatch, clock, timer, arrays, capsys):
+    # TYLO_PRINT_AUTOTUNING=1: a tuning well under a second prints its steps and winner, and a new process (a tuner
+    # with nothing in memory) that finds the stored choice says which it uses, once
+    monkeypatch.setenv("TYLO_PRINT_AUTOTUNING", "1")
+    out, x = arrays
+    tuned, _ = tuned_kernel(monkeypatch, clock, timer, configs(128, 256), lambda call: 5.0, rep=100)
+    tuned[grid](out, x, 1000)
+    err = capsys.readouterr().err
+    assert err.startswith("tylo.autotune: tuning staged_scale [n=1000, dtypes=f32,f32] over 2 configs")
+    assert "timed 2/2: BLOCK=256 SMEM=256 block=256: 5.0000 ms" in err and "best BLOCK=128" in err
+    again, launch = tuned_kernel(monkeypatch, clock, timer, configs(128, 256), lambda call: 5.0, rep=100)
+    again[grid](out, x, 1000)
+    again[grid](out, x, 1000)
+    err = capsys.readouterr().err
+    assert err == ("tylo.autotune: staged_scale [n=1000, dtypes=f32,f32]: stored choice BLOCK=128 SMEM=128 "
+                   "block=128 (tylo cache list shows its timings)\n")
+    monkeypatch.setenv("TYLO_PRINT_AUTOTUNING", "maybe")
+    with pytest.raises(ValueError, match="TYLO_PRINT_AUTOTUNING='maybe'"):
+        tuned_kernel(monkeypatch, clock, timer, configs(64, 128), lambda call: 5.0, rep=100)[0][grid](out, x, 7)

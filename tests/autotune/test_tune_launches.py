@@ -171,3 +171,13 @@ def test_the_gemm_tuner_compiles_only_its_stored_winner(clock, timer, monkeypatc
     monkeypatch.setattr(autotune_module, "_CHOSEN", {})      # a new process
     prepared.clear()
     assert hg.tuned_config(*args) == first and prepared == []
+
+
+def test_print_autotuning_reports_the_stored_launch_choice(clock, timer, monkeypatch, capsys):
+    monkeypatch.setenv("TYLO_PRINT_AUTOTUNING", "1")
+    tune(clock, timer, {"a": 3.0, "b": 1.0})
+    assert "tylo.autotune: gemm.launch [M=64, N=128] over 2 candidates: best b (1.0000 ms)" in capsys.readouterr().err
+    monkeypatch.setattr(autotune_module, "_CHOSEN", {})      # a new process
+    tune(clock, timer, {"a": 3.0, "b": 1.0})
+    assert capsys.readouterr().err == ("tylo.autotune: gemm.launch [M=64, N=128]: stored choice b (tylo cache list "
+                                       "shows its timings)\n")
