@@ -34,8 +34,9 @@ Tuning (``--tylo-variant``, repeatable): extra columns ``tylo:NAME`` run the sam
 other settings for the point's (head_dim, causal): ``schedule`` (hopper_attention.SCHEDULE: static,
 dynamic or per_unit), ``tile`` (a TileConfig: BNxSTAGESxCONSUMERS, ``p`` for pingpong, e.g. 128x2x2p),
 ``l2mb`` (L2_GROUP_BYTES in MiB), ``epilogue`` (EPILOGUE: tma or registers), ``under`` and ``interleave``
-(SOFTMAX_UNDER_PV, INTERLEAVE_S_PV: yes or no) and ``oinq`` (yes or no: the
-point's tile, or ``tile``'s, with TileConfig.o_in_q: the TMA-store epilogue stages O in the Q buffer); a
+(SOFTMAX_UNDER_PV, INTERLEAVE_S_PV: yes or no), ``oinq`` (yes or no: the
+point's tile, or ``tile``'s, with TileConfig.o_in_q: the TMA-store epilogue stages O in the Q buffer) and ``oinv``
+(yes or no: TileConfig.o_in_v, O staged in the V ring; either flag clears the other); a
 table of their ratios to cuDNN follows the main one.
 ``--libraries`` keeps only the named columns (cuDNN stays the reference when it runs).
 
@@ -180,7 +181,7 @@ def build_cases(head_dims=HEAD_DIMS, shapes=BATCH_SEQLENS, causal="both", quick=
     return cases
 
 
-VARIANT_KEYS = ("schedule", "tile", "l2mb", "epilogue", "oinq", "under", "interleave")
+VARIANT_KEYS = ("schedule", "tile", "l2mb", "epilogue", "oinq", "oinv", "under", "interleave")
 
 
 def parse_variant(text: str) -> tuple:
@@ -202,7 +203,7 @@ def parse_variant(text: str) -> tuple:
             if value not in ("tma", "registers"):
                 raise argparse.ArgumentTypeError(f"{text!r}: epilogue is tma or registers, got {value!r}")
             settings[key] = value
-        elif key in ("oinq", "under", "interleave"):
+        elif key in ("oinq", "oinv", "under", "interleave"):
             if value not in ("yes", "no"):
                 raise argparse.ArgumentTypeError(f"{text!r}: {key} is yes or no, got {value!r}")
             settings[key] = value == "yes"
@@ -246,7 +247,7 @@ def parse_args(argv=None) -> argparse.Namespace:
                     help="columns to run, e.g. tylo,cudnn (default: all)")
     ap.add_argument("--tylo-variant", type=parse_variant, action="append", default=[],
                     help="NAME=KEY:VALUE[,...]: the Hopper kernel with other settings (schedule, tile, l2mb, "
-                         "epilogue, oinq)")
+                         "epilogue, oinq, oinv, under, interleave)")
     args = ap.parse_args(argv)
     if args.rounds < 1:
         ap.error(f"--rounds must be at least 1, got {args.rounds}")
@@ -518,9 +519,10 @@ def variant_runner(hopper, settings: dict):
         try:
             hopper.SCHEDULE = {**hopper.SCHEDULE, causal: settings.get("schedule", hopper.SCHEDULE[causal])}
             tile = hopper.TileConfig(*settings["tile"]) if "tile" in settings else None
-            if "oinq" in settings:      # the point's own tile (or ``tile``) with O staged in the Q buffer or not
-                tile = replace(tile or hopper.tile_config(q.shape[-1], causal, k.shape[-3]),
-                                           o_in_q=settings["oinq"])
+            for flag, field_name in (("oinq", "o_in_q"), ("oinv", "o_in_v")):
+                if flag in settings:    # the point's own tile (or ``tile``) with O staged in Q / in the V ring or not
+                    tile = replace(tile or hopper.tile_config(q.shape[-1], causal, k.shape[-3]),
+                                   **{"o_in_q": False, "o_in_v": False, field_name: settings[flag]})
             if tile is not None:
                 hopper.TILE_OVERRIDES = {**hopper.TILE_OVERRIDES, key: tile}
             if "l2mb" in settings:

@@ -94,17 +94,26 @@ class TileConfig:
     loaded per consumer (64-row boxes, each consumer's rows contiguous) and the TMA-store epilogue stages O
     in the consumer's own rows of the Q buffer instead of a buffer of its own (for tiles whose K/V rings
     leave no room for one); ``q_empty`` then means "Q buffer free": the unit's last S is done and the O
-    stores have read the staging, so the next Q tile loads only after the unit's epilogue."""
+    stores have read the staging, so the next Q tile loads only after the unit's epilogue. ``o_in_v``: the
+    TMA-store epilogue stages O at the start of the V ring (as FlashAttention-3 does): after every consumer's
+    last P V of the unit, and the K/V thread loads the next unit's first V block only once the O stores have
+    read the staging (``o_free``); the next Q tile and K blocks load early as without staging."""
 
     bn: int
     stages: int
     consumers: int
     pingpong: bool = False
     o_in_q: bool = False
+    o_in_v: bool = False
 
     def __post_init__(self):
         if self.pingpong and self.consumers != 2:
             raise ValueError(f"TileConfig: pingpong takes two consumer warpgroups, got {self.consumers}")
+        if self.o_in_q and self.o_in_v:
+            raise ValueError("TileConfig: O is staged in the Q buffer (o_in_q) or in the V ring (o_in_v), not both")
+        if self.o_in_v and 64 * self.consumers > self.stages * self.bn:
+            raise ValueError(f"TileConfig: the V ring ({self.stages} x {self.bn} rows) cannot hold the O staging "
+                             f"({64 * self.consumers} rows)")
 
     @property
     def bm(self):
@@ -277,14 +286,14 @@ def take_over(slots, full, empty, n, FIRST: tylo.constexpr):
 
 
 @tylo.func
-def store_o_tma(o_map, staging, res, cons, lead, row, col, b, rows_left, q_empty, D: tylo.constexpr,
-                IN_Q: tylo.constexpr):
+def store_o_tma(o_map, staging, res, cons, lead, row, col, b, rows_left, release, D: tylo.constexpr,
+                BORROWED: tylo.constexpr):
     """Consumer ``cons``: its 64 x D tile of O (``res``, already in the output dtype) into its staging
     buffer (D / 64 swizzled boxes), then TMA stores at (row, col) of batch entry ``b`` of ``o_map``
     (rows past the sequence's end are clipped by the map). Named barrier 3 + cons orders the
-    warpgroup's writes before the store and the previous store's reads before the writes. IN_Q: the
-    staging is the consumer's rows of the Q buffer; the lead waits for the stores' reads and then
-    releases the buffer (``q_empty``)."""
+    warpgroup's writes before the store and the previous store's reads before the writes. BORROWED: the
+    staging lies in a buffer the loads reuse (the consumer's rows of Q, or the V ring); the lead waits for
+    the stores' reads and then releases it (arrives on ``release``: ``q_empty`` or ``o_free``)."""
     buf = staging + cons * (64 * D)
     if lead:
         tma.wait_tma_reads(0)                     # the previous unit's stores have read the staging
@@ -298,10 +307,33 @@ def store_o_tma(o_map, staging, res, cons, lead, row, col, b, rows_left, q_empty
             for j in tylo.static_range(D // DC):
                 tma.tma_store(o_map, tma.shared_tile(o_map, buf + j * (64 * DC)), (row, col + DC * j, b))
             tma.commit_tma_stores()
-        if IN_Q:
-            # the staging is this consumer's rows of Q: once the stores have read it, the next Q may load
+        if BORROWED:
+            # once the stores have read the staging, the loads may refill its buffer
             tma.wait_tma_reads(0)
-            mb.mbarrier_arrive(q_empty)
+            mb.mbarrier_arrive(release)
+
+
+@tylo.func
+def load_ring_block(kv_map, ring, empty, full, it, row, kv_bat, BN: tylo.constexpr, D: tylo.constexpr,
+                    STAGES: tylo.constexpr, DTYPE: tylo.constexpr):
+    """The K/V thread: key block ``it`` (rows ``row ...`` of batch coordinate ``kv_bat``) into its stage of a
+    ring (K or V) once the consumers have released the stage (a fresh ring is free)."""
+    s, phase = ring_position(it, STAGES)
+    mb.mbarrier_wait(empty + s, phase ^ 1)
+    mb.mbarrier_arrive_expect_tx(full + s, BN * D * DTYPE.itemsize)
+    tma.tma_load(tma.shared_tile(kv_map, ring + s * (BN * D), (1, D // DC)), kv_map, (row, 0, kv_bat), full + s)
+
+
+@tylo.func
+def store_o_registers(o, out, h, heads, q_start, r0, rows_left, D: tylo.constexpr):
+    """A consumer's 64 x D tile of O from registers into ``o`` (rows ``q_start + r0 ...`` of head ``h``): whole
+    tiles without tests, a ragged one bounds-checked per element."""
+    dst = window(tylo.GlobalTile(o + h * D, Layout((q_start + r0 + 64, D), (heads * D, 1))), (q_start + r0, 0),
+                 (64, D))
+    if rows_left >= 64:                  # warpgroup-uniform: whole tiles store without per-element tests
+        tylo.store(dst, out)
+    else:
+        tylo.store_bounded(dst, out, (rows_left, D))
 
 
 @tylo.func
@@ -335,7 +367,7 @@ def attention_fwd(o, lse, q_map, k_map, v_map, o_map, cu_q, cu_k, counter, heads
                   D: tylo.constexpr, CAUSAL: tylo.constexpr, BN: tylo.constexpr, STAGES: tylo.constexpr,
                   CONSUMERS: tylo.constexpr, DTYPE: tylo.constexpr, VARLEN: tylo.constexpr = False,
                   PINGPONG: tylo.constexpr = False, DYNAMIC: tylo.constexpr = False,
-                  TMA_STORE: tylo.constexpr = False, O_IN_Q: tylo.constexpr = False,
+                  TMA_STORE: tylo.constexpr = False, O_IN_Q: tylo.constexpr = False, O_IN_V: tylo.constexpr = False,
                   SOFTMAX_UNDER_PV: tylo.constexpr = False, INTERLEAVE_S_PV: tylo.constexpr = False):
     """Work units are (Q tile, head, batch entry), ``num_m * heads * batch`` of them (``tile_of``); CTA ``x``
     starts with unit x. Static schedule: then x + grid, x + 2 grid, ... DYNAMIC: the producer takes each
@@ -347,17 +379,23 @@ def attention_fwd(o, lse, q_map, k_map, v_map, o_map, cu_q, cu_k, counter, heads
     store clips at each sequence's end); else from registers, bounds-checked per element. O_IN_Q: Q is
     loaded per consumer (64-row boxes) and, with TMA_STORE, O is staged in the consumer's rows of Q;
     ``q_empty`` is then arrived once per unit (every unit, with or without keys), after the stores have read
-    the staging, and the scheduler waits for it before each next unit's Q load."""
+    the staging, and the scheduler waits for it before each next unit's Q load. O_IN_V: with TMA_STORE, O is
+    staged at the start of the V ring once every consumer's last P V of the unit is done (named barrier 6);
+    ``o_free`` is arrived once per unit with keys, after the stores have read the staging, and the K/V
+    thread waits for it before the next such unit's first V load; keyless units store their zeros from
+    registers (their epilogue would race with V loads the K/V thread does not wait for)."""
     BM = 64 * CONSUMERS
     STAGE_IN_Q = TMA_STORE and O_IN_Q           # q_empty: last S done and the O staging drained
+    STAGE_IN_V = TMA_STORE and O_IN_V           # o_free: the V ring's staging drained
     NC = D // DC
     S_PLAN = wg.WGMMA64(DTYPE, n=BN, k=D)
     PV_PLAN = wg.WGMMA64(DTYPE, n=D, k=BN)
     q_s = tylo.shared_array(DTYPE, (BM * D,), align=1024)
     k_s = tylo.shared_array(DTYPE, (STAGES * BN * D,), align=1024)
     v_s = tylo.shared_array(DTYPE, (STAGES * BN * D,), align=1024)
-    o_s = tylo.shared_array(DTYPE, (CONSUMERS * 64 * D if TMA_STORE and not O_IN_Q else 8,), align=1024)  # staging
-    bars = tylo.shared_array(tylo.u64, (4 * STAGES + 6,), align=8)
+    o_s = tylo.shared_array(DTYPE, (CONSUMERS * 64 * D if TMA_STORE and not (O_IN_Q or O_IN_V) else 8,),
+                            align=1024)                                                # staging of its own
+    bars = tylo.shared_array(tylo.u64, (4 * STAGES + 7 if STAGE_IN_V else 4 * STAGES + 6,), align=8)
     slots = tylo.shared_array(tylo.i32, (16,), align=16)   # two slots of a unit's coordinates (hand_over)
     k_full = bars.ptr
     k_empty = bars.ptr + STAGES
@@ -367,6 +405,7 @@ def attention_fwd(o, lse, q_map, k_map, v_map, o_map, cu_q, cu_k, counter, heads
     q_empty = bars.ptr + 4 * STAGES + 1
     slot_full = bars.ptr + 4 * STAGES + 2          # slot s holds the next unit
     slot_empty = bars.ptr + 4 * STAGES + 4         # the loading thread and every consumer thread have read it
+    o_free = bars.ptr + 4 * STAGES + 6             # O_IN_V: the O stores have read the staging in the V ring
     tid = tylo.thread_idx.x
     units = num_m * heads * batch
     # programmatic dependent launch (as in hopper_gemm.py): set up beside the previous kernel's tail, wait for it
@@ -385,6 +424,8 @@ def attention_fwd(o, lse, q_map, k_map, v_map, o_map, cu_q, cu_k, counter, heads
             mb.mbarrier_init(v_empty + s, CONSUMERS)
         mb.mbarrier_init(q_full, 1)
         mb.mbarrier_init(q_empty, CONSUMERS)          # the consumers are done with this Q tile
+        if STAGE_IN_V:
+            mb.mbarrier_init(o_free, CONSUMERS)
         for s in tylo.static_range(2):
             mb.mbarrier_init(slot_full + s, 1)
             mb.mbarrier_init(slot_empty + s, 1 + 128 * CONSUMERS)
@@ -445,20 +486,24 @@ def attention_fwd(o, lse, q_map, k_map, v_map, o_map, cu_q, cu_k, counter, heads
             # the K/V thread: each unit's key blocks into the two rings
             it = 0                                     # K/V blocks loaded so far (ring position)
             n = 1                                      # units taken from the slots
+            staged = 0                                 # STAGE_IN_V: units with keys taken before this one
             n_blocks, row, kv_bat = take_over(slots.ptr, slot_full, slot_empty, 0, 3)
             while n_blocks >= 0:
                 end = it + n_blocks                    # (a while over it: fewer live registers than a j loop)
+                if STAGE_IN_V:
+                    if n_blocks > 0:
+                        # the unit's first block, peeled: its V may load only once the previous unit with keys,
+                        # which staged its O in the V ring, has its stores' reads done (completion staged - 1)
+                        load_ring_block(k_map, k_s.ptr, k_empty, k_full, it, row, kv_bat, BN, D, STAGES, DTYPE)
+                        if staged > 0:
+                            mb.mbarrier_wait(o_free, (staged - 1) & 1)
+                        load_ring_block(v_map, v_s.ptr, v_empty, v_full, it, row, kv_bat, BN, D, STAGES, DTYPE)
+                        row += BN
+                        it += 1
+                        staged += 1
                 while it < end:
-                    s, phase = ring_position(it, STAGES)
-                    phase = phase ^ 1                      # a fresh ring is free
-                    mb.mbarrier_wait(k_empty + s, phase)
-                    mb.mbarrier_arrive_expect_tx(k_full + s, BN * D * DTYPE.itemsize)
-                    tma.tma_load(tma.shared_tile(k_map, k_s.ptr + s * (BN * D), (1, NC)), k_map, (row, 0, kv_bat),
-                                 k_full + s)
-                    mb.mbarrier_wait(v_empty + s, phase)
-                    mb.mbarrier_arrive_expect_tx(v_full + s, BN * D * DTYPE.itemsize)
-                    tma.tma_load(tma.shared_tile(v_map, v_s.ptr + s * (BN * D), (1, NC)), v_map, (row, 0, kv_bat),
-                                 v_full + s)
+                    load_ring_block(k_map, k_s.ptr, k_empty, k_full, it, row, kv_bat, BN, D, STAGES, DTYPE)
+                    load_ring_block(v_map, v_s.ptr, v_empty, v_full, it, row, kv_bat, BN, D, STAGES, DTYPE)
                     row += BN
                     it += 1
                 n_blocks, row, kv_bat = take_over(slots.ptr, slot_full, slot_empty, n, 3)
@@ -567,17 +612,20 @@ def attention_fwd(o, lse, q_map, k_map, v_map, o_map, cu_q, cu_k, counter, heads
             total, row_lse = tylo.online_softmax_finish_exp2(m, l, scale_log2)
             out = tylo.online_softmax_normalize_fast(acc, total)
             rows_left = seqlen_q - r0
-            if TMA_STORE:
+            if STAGE_IN_V:
+                if n_blocks > 0:
+                    # the staging overlaps V stages: every consumer's last P V must have read them
+                    mb.named_barrier_sync(6, 128 * CONSUMERS)
+                    store_o_tma(o_map, v_s.ptr, out.astype(DTYPE), cons, lead, r0, h * D, b, rows_left, o_free, D,
+                                True)
+                else:
+                    store_o_registers(o, out, h, heads, q_start, r0, rows_left, D)
+            elif TMA_STORE:
                 staging = q_s.ptr if O_IN_Q else o_s.ptr
                 store_o_tma(o_map, staging, out.astype(DTYPE), cons, lead, r0, h * D, b, rows_left, q_empty, D,
                             O_IN_Q)
             else:
-                dst = window(tylo.GlobalTile(o + h * D, Layout((q_start + r0 + 64, D), (heads * D, 1))),
-                             (q_start + r0, 0), (64, D))
-                if rows_left >= 64:                  # warpgroup-uniform: whole tiles store without per-element tests
-                    tylo.store(dst, out)
-                else:
-                    tylo.store_bounded(dst, out, (rows_left, D))
+                store_o_registers(o, out, h, heads, q_start, r0, rows_left, D)
             if tid % 4 == 0:
                 lse_row0 = b * lse_b + h * lse_h + lse_row_mul * q_start + r0
                 lse_dst = tylo.GlobalTile(lse + lse_row0, Layout((64, 1), (1, 1)))
@@ -637,10 +685,11 @@ O_MAP = ARG_NAMES.index("o_map")
 def constexprs(dtype, head_dim, causal, varlen=False, seqlen_k=None):
     cfg = tile_config(head_dim, causal, seqlen_k)
     # the TMA-store epilogue: batched calls whose staging fits beside Q and the rings, or goes into Q (o_in_q)
-    tma_store = EPILOGUE == "tma" and not varlen and (cfg.o_in_q or tma_store_fits(cfg, head_dim, dtype.itemsize))
+    tma_store = EPILOGUE == "tma" and not varlen and (cfg.o_in_q or cfg.o_in_v
+                                                      or tma_store_fits(cfg, head_dim, dtype.itemsize))
     return {"D": head_dim, "CAUSAL": causal, "BN": cfg.bn, "STAGES": cfg.stages, "CONSUMERS": cfg.consumers,
             "DTYPE": dtype, "VARLEN": varlen, "PINGPONG": cfg.pingpong, "DYNAMIC": SCHEDULE[causal] == "dynamic",
-            "TMA_STORE": tma_store, "O_IN_Q": cfg.o_in_q, "SOFTMAX_UNDER_PV": SOFTMAX_UNDER_PV,
+            "TMA_STORE": tma_store, "O_IN_Q": cfg.o_in_q, "O_IN_V": cfg.o_in_v, "SOFTMAX_UNDER_PV": SOFTMAX_UNDER_PV,
             "INTERLEAVE_S_PV": INTERLEAVE_S_PV}
 
 

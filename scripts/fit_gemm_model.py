@@ -14,6 +14,9 @@ model of time, not only of order). It prints the constants to paste into example
 regret per shape on the fitting data and on ``--test`` data (sweeps not fitted: whether the fit carries).
 docs/data/gemm_sweep_s12_*.jsonl.gz are session 12's sweeps on the H200 (140 shapes and layouts; validation.md);
 docs/data/gemm_sweep_s16_{llm,ragged,issue,more}.jsonl.gz session 16's, of one kernel version (144 shapes and layouts).
+docs/data/gemm_sweep_s22_mid.jsonl.gz session 22's: 20 mid shapes (M 64-2048), rr and rc, the model's 10 best and
+64- and 128-wide one-consumer tiles at split 1-4 forced in (the model's ranking had left them out of earlier sweeps).
+``--only W1,MEM_LATENCY_S`` fits a subset of the constants.
 """
 import argparse
 import collections

@@ -330,6 +330,7 @@ def test_oinq_variant_stages_o_in_q_on_the_points_own_tile():
     # with tile: that tile with o_in_q; the module's overrides are restored after the call
     import dataclasses
     assert bench.parse_variant("oq=oinq:yes") == ("oq", {"oinq": True})
+    assert bench.parse_variant("ov=oinv:no") == ("ov", {"oinv": False})
     assert bench.parse_variant("il=interleave:yes,under:no") == ("il", {"interleave": True, "under": False})
 
     @dataclasses.dataclass(frozen=True)
@@ -339,6 +340,7 @@ def test_oinq_variant_stages_o_in_q_on_the_points_own_tile():
         consumers: int
         pingpong: bool = False
         o_in_q: bool = False
+        o_in_v: bool = False
 
     class FakeHopper:
         SCHEDULE = {False: "static", True: "dynamic"}
@@ -369,6 +371,11 @@ def test_oinq_variant_stages_o_in_q_on_the_points_own_tile():
     bench.variant_runner(FakeHopper, {"oinq": True, "tile": (64, 2, 2, False)})(Q(), K(), None, False)
     Q.shape = K.shape = (1, 176, 8, 128)
     bench.variant_runner(FakeHopper, {"oinq": True})(Q(), K(), None, False)
+    # oinv:yes stages O in the V ring instead (clearing o_in_q); oinv:no leaves both off
+    bench.variant_runner(FakeHopper, {"oinv": True, "tile": (80, 2, 2, False)})(Q(), K(), None, False)
+    bench.variant_runner(FakeHopper, {"oinv": False})(Q(), K(), None, False)
     assert FakeHopper.seen == [{(256, True): Tile(80, 2, 2, True, True)}, {(256, False): Tile(64, 2, 2, False, True)},
-                               {(128, False): Tile(176, 2, 2, False, True)}]
+                               {(128, False): Tile(176, 2, 2, False, True)},
+                               {(128, False): Tile(80, 2, 2, False, False, True)},
+                               {(128, False): Tile(176, 2, 2, False, False, False)}]
     assert FakeHopper.TILE_OVERRIDES == {}

@@ -79,6 +79,38 @@ def test_assembles_without_spills_or_serialisation(dtype, d, causal, seqlen_k, o
     assert len(re.findall(rf"setmaxnreg\.inc\.sync\.aligned\.u32 {ha.consumer_registers(consumers)};", ptx)) == 1
 
 
+@pytest.mark.parametrize("d,causal", [(128, False), (256, False), (256, True)], ids=["d128-full", "d256-full", "d256-causal"])
+def test_o_staged_in_the_v_ring_assembles_cleanly(d, causal):
+    # TileConfig.o_in_v (O staged at the start of the V ring, FlashAttention-3's placement; measured no faster than
+    # the defaults, docs/attention.md): the TMA-store epilogue, the K/V thread's o_free wait before each unit's
+    # first V block (the peeled first block), no spill in the producer's 24 registers
+    cfg = dataclasses.replace(ha.tile_config(d, causal), o_in_q=False, o_in_v=True)
+    old = dict(ha.TILE_OVERRIDES)
+    ha.TILE_OVERRIDES[d, causal] = cfg
+    try:
+        cx = ha.constexprs(tylo.bf16, d, causal)
+        assert cx["TMA_STORE"] and cx["O_IN_V"] and not cx["O_IN_Q"]
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            ck = _compile(tylo.bf16, d, causal)
+            _, _, log = ptx_to_cubin(ck.ptx, get_target("sm_90a"), ck.name)
+    finally:
+        ha.TILE_OVERRIDES.clear()
+        ha.TILE_OVERRIDES.update(old)
+    ptx = ck.ptx
+    assert ck.resources.spill_bytes == 0 and ck.resources.stack_bytes == 0 and ".local" not in ptx
+    assert "C7509" not in log and "serialized" not in log
+    assert len(re.findall(r"cp\.async\.bulk\.tensor\.3d\.global\.shared::cta", ptx)) == d // 64
+    assert len(re.findall(r"cp\.async\.bulk\.wait_group\.read 0", ptx)) == 2
+
+
+def test_o_staging_in_the_v_ring_is_checked():
+    with pytest.raises(ValueError, match="not both"):
+        ha.TileConfig(80, 2, 2, o_in_q=True, o_in_v=True)
+    with pytest.raises(ValueError, match="cannot hold the O staging"):
+        ha.TileConfig(48, 2, 3, o_in_v=True)
+
+
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("setting", ["SOFTMAX_UNDER_PV", "INTERLEAVE_S_PV"])
 def test_loop_orders_measured_slower_still_assemble_cleanly(monkeypatch, setting, causal):

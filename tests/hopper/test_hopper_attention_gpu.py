@@ -234,13 +234,14 @@ def test_cached_launch_reads_new_data_in_the_same_arrays():
 
 
 @pytest.fixture
-def o_in_q(monkeypatch):
-    """Stage O in the Q buffer (TileConfig.o_in_q) for the (d, causal) specialisations a test names, whether
-    or not it is the default; a launch cache of its own, so no launch of another tiling is reused."""
+def stage_o(monkeypatch):
+    """Stage O in a buffer the loads reuse, ``flag`` "o_in_q" (the Q buffer) or "o_in_v" (the V ring), for the
+    (d, causal) specialisations a test names, whether or not it is the default; a launch cache of its own, so no
+    launch of another tiling is reused."""
     import dataclasses
 
-    def use(d, causal):
-        cfg = dataclasses.replace(ha.tile_config(d, causal), o_in_q=True)
+    def use(d, causal, flag):
+        cfg = dataclasses.replace(ha.tile_config(d, causal), **{"o_in_q": False, "o_in_v": False, flag: True})
         monkeypatch.setitem(ha.TILE_OVERRIDES, (d, causal), cfg)
         return cfg
     monkeypatch.setattr(ha, "_LAUNCHES", BoundedMemo(64))
@@ -248,19 +249,20 @@ def o_in_q(monkeypatch):
     return use
 
 
+@pytest.mark.parametrize("flag", ["o_in_q", "o_in_v"])
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
 @pytest.mark.parametrize("d", [128, 256])
 @pytest.mark.parametrize("sq,sk", [(201, 333), (330, 70), (40, 333)], ids=["ragged", "keyless_tiles", "rowless_consumer"])
-def test_o_staged_in_q_poisoned_outputs_and_guards(o_in_q, d, causal, sq, sk):
-    # the TMA-store epilogue with O staged in the Q buffer: ragged sequences (the map clips each tile at its
-    # sequence's end; causal 330 x 70: the first tiles see no key and still stage their zeros; 40 queries:
-    # the second consumer has no row to store but still releases its rows of Q), outputs
-    # poisoned with NaN and guard rows after the last row; every row written, the guards untouched, two
-    # launches bitwise equal, against float64
+def test_o_staged_in_a_load_buffer_poisoned_outputs_and_guards(stage_o, flag, d, causal, sq, sk):
+    # the TMA-store epilogue with O staged in the Q buffer or the V ring: ragged sequences (the map clips each
+    # tile at its sequence's end; causal 330 x 70: the first tiles see no key (in Q they still stage their zeros,
+    # in V they store them from registers); 40 queries: the second consumer has no row to store but still
+    # releases the buffer), outputs poisoned with NaN and guard rows after the last row; every row written, the
+    # guards untouched, two launches bitwise equal, against float64
     torch = _torch()
-    o_in_q(d, causal)
+    stage_o(d, causal, flag)
     q, k, v = _inputs(torch, 3, sq, sk, 4, 2, d, seed=d + sq + causal)
-    assert ha.prepare(q, k, v, causal)[3]["O_IN_Q"]
+    assert ha.prepare(q, k, v, causal)[3][flag.upper()]
     o, lse, o_guard, lse_guard = _poisoned_launch(torch, q, k, v, causal, 130)
     assert torch.isnan(o_guard).all() and torch.isnan(lse_guard).all()
     assert not torch.isnan(o).any() and not torch.isnan(lse).any()
@@ -270,12 +272,13 @@ def test_o_staged_in_q_poisoned_outputs_and_guards(o_in_q, d, causal, sq, sk):
     assert torch.equal(o2, o) and torch.equal(lse2, lse)
 
 
+@pytest.mark.parametrize("flag", ["o_in_q", "o_in_v"])
 @pytest.mark.parametrize("d,causal", [(128, False), (256, False), (256, True)], ids=["d128", "d256", "d256-causal"])
-def test_o_staged_in_q_more_units_than_sms(o_in_q, d, causal):
-    # many units per persistent CTA (static, or the dynamic schedule): each next Q load waits for the
-    # previous unit's O stores to have read the staging; cached launches repeat the bits
+def test_o_staged_in_a_load_buffer_more_units_than_sms(stage_o, flag, d, causal):
+    # many units per persistent CTA (static, or the dynamic schedule): each next Q load (o_in_q) or first V load
+    # (o_in_v) waits for the previous unit's O stores to have read the staging; cached launches repeat the bits
     torch = _torch()
-    o_in_q(d, causal)
+    stage_o(d, causal, flag)
     q, k, v = _inputs(torch, 4, 2112, 2112, 2048 // d, 2048 // d, d, seed=d + 31)
     o, lse = ha.attention(q, k, v, causal=causal)
     o2, lse2 = ha.attention(q, k, v, causal=causal)

@@ -328,3 +328,99 @@ def test_o_in_q_without_the_wait_before_staging_is_safe():
     # staged in Q, the previous unit's stores were waited for before its q_empty arrival, so the first wait
     # of the epilogue finds nothing in flight (kept: it is what orders the separate staging)
     assert _o_in_q_run(mutate(_o_in_q_ir(), "remove", "nv.tma.wait", 0), 0) <= 1
+
+
+# ---- O staged in the V ring (TileConfig.o_in_v): the next unit's first V load must wait for the O stores' reads,
+# and the staging must wait for every consumer's last P V
+
+O_IN_V = ha.TileConfig(64, 2, 2, pingpong=True, o_in_v=True)
+
+
+def _o_in_v_ir(causal=True):
+    with _tiles(causal, O_IN_V):
+        sig = ha.signature(tylo.bf16, D, causal)
+        cx = ha.constexprs(tylo.bf16, D, causal)
+    assert cx["TMA_STORE"] and cx["O_IN_V"] and not cx["O_IN_Q"]
+    return ha.attention_fwd.lower(signature=sig, constexprs=cx, block=(O_IN_V.threads,))
+
+
+def _o_in_v_run(kernel, seed, causal=True, seq_q=150, seq_k=40):
+    """Batched, 2 batch entries, one CTA, into a NaN-poisoned o with a guard row past the end; causal with 150
+    queries and 40 keys: per entry a tile that sees no key (its zeros from registers) and one with a key block
+    (ragged: 22 rows). The worst error as in ``Case.run`` (inf: an output unwritten, not finite, or the guard
+    row touched)."""
+    rng = np.random.default_rng(seed)
+    q = rng.standard_normal((2, seq_q, 1, D)).astype(BF16)
+    k = rng.standard_normal((2, seq_k, 1, D)).astype(BF16)
+    v = rng.standard_normal((2, seq_k, 1, D)).astype(BF16)
+    with _tiles(causal, O_IN_V):
+        grid, block, args, _, o, lse, _ = ha.prepare(q, k, v, causal, None, ctas=1)
+    guarded = np.full((o.size + D,), np.nan, dtype=o.dtype)
+    o = guarded[:o.size].reshape(o.shape)
+    args[ha.ARG_NAMES.index("o")] = o
+    args[ha.O_MAP] = ha.output_map(o, False, "numpy")
+    run(kernel, args, grid=grid, block=(block,), seed=seed)
+    if not np.isnan(guarded[o.size:].astype(np.float32)).all():
+        return math.inf
+    worst = 0.0
+    for i in range(2):
+        ref, ref_lse = ha.reference(q[i], k[i], v[i], causal, 1 / math.sqrt(D))
+        low = ha.reference(q[i], k[i], v[i], causal, 1 / math.sqrt(D), BF16)[0]
+        got = o[i].astype(np.float64)
+        fin = np.isfinite(ref_lse)
+        if np.isnan(got).any() or not np.array_equal(np.isfinite(lse[i]), fin):
+            return math.inf
+        worst = max(worst, np.abs(got - ref).max() / (2 * np.abs(low - ref).max() + 1e-3),
+                    np.abs(lse[i][fin] - ref_lse[fin]).max() / 1e-4)
+    return worst
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", SEEDS)
+def test_o_in_v_original_runs_clean_and_matches_float64(seed):
+    assert _o_in_v_run(_o_in_v_ir(), seed) <= 1
+
+
+@pytest.mark.slow
+def test_o_in_v_non_causal_walks_units_with_every_block_count():
+    # non-causal, 3 Q tiles of 70 keys (two key blocks, the second ragged) per entry: the K/V thread's peeled
+    # first block and its loop, the o_free waits of every later unit
+    assert _o_in_v_run(_o_in_v_ir(False), 0, causal=False, seq_q=300, seq_k=70) <= 1
+
+
+def _occurrence(kernel, name, needle):
+    """The occurrence (as ``sync_sites`` numbers them) of the op ``name`` written on the kernel source's line
+    holding ``needle`` (the op's own location, not the call sites it was inlined at)."""
+    import re
+    lines = open(ha.__file__).read().splitlines()
+    found = []
+    for (_, k), op in zip(sync_sites(kernel, (name,)), (op for op in kernel.body.walk() if op.name == name)):
+        line = int(re.search(r"hopper_attention\.py:(\d+)", str(op.loc)).group(1))
+        if needle in lines[line - 1]:
+            found.append(k)
+    assert len(found) == 1, (name, needle, found)
+    return found[0]
+
+
+@pytest.mark.slow
+def test_o_in_v_without_the_o_free_wait_is_caught():
+    # the next unit's first V block loads (the K/V thread runs ahead) before the epilogue writes the staging over
+    # it: P V reads O's bytes. The hazard rules see a write over a load only while the load is in flight
+    # (sometimes: "write over a TMA load in flight"); a completed load later overwritten is a wrong result, caught
+    # against float64 on every seed
+    kernel = _o_in_v_ir()
+    mutant = mutate(kernel, "remove", "nv.mbarrier.wait", _occurrence(kernel, "nv.mbarrier.wait", "o_free"))
+    for seed in SEEDS:
+        try:
+            assert _o_in_v_run(mutant, seed) > 10
+        except HazardError as e:
+            assert "TMA load in flight" in str(e)
+
+
+@pytest.mark.slow
+def test_o_in_v_without_the_consumers_barrier_is_reported():
+    # named barrier 6: one consumer's staging writes would land in a V stage the other consumer's last P V reads
+    kernel = _o_in_v_ir()
+    mutant = mutate(kernel, "remove", "nv.named_barrier", _occurrence(kernel, "nv.named_barrier", "sync(6,"))
+    with pytest.raises(HazardError):
+        _o_in_v_run(mutant, 0)
