@@ -383,7 +383,8 @@ def attention_fwd(o, lse, q_map, k_map, v_map, o_map, cu_q, cu_k, counter, heads
     staged at the start of the V ring once every consumer's last P V of the unit is done (named barrier 6);
     ``o_free`` is arrived once per unit with keys, after the stores have read the staging, and the K/V
     thread waits for it before the next such unit's first V load; keyless units store their zeros from
-    registers (their epilogue would race with V loads the K/V thread does not wait for)."""
+    registers and do not arrive (the consumers may run up to two units ahead of the K/V thread, and arrivals
+    it did not wait for in order would put its parity waits two phases behind)."""
     BM = 64 * CONSUMERS
     STAGE_IN_Q = TMA_STORE and O_IN_Q           # q_empty: last S done and the O staging drained
     STAGE_IN_V = TMA_STORE and O_IN_V           # o_free: the V ring's staging drained

@@ -50,6 +50,44 @@ def test_the_interpreter_runs_a_chain_of_launches():
     np.testing.assert_array_equal(bufs[0], want)
 
 
+@tylo.jit
+def reads_before_waiting(src, dst, n):
+    """Reads ``src`` before its wait: on the GPU the read may see the previous kernel's output half written."""
+    i = tylo.thread_idx.x
+    x = src[i]
+    grid_dependency_wait()
+    if i < n:
+        dst[i] = x + 1.0
+
+
+@tylo.jit
+def stores_before_waiting_in_one_thread(dst, n):
+    i = tylo.thread_idx.x
+    if i == 5:
+        dst[i] = 7.0
+    grid_dependency_wait()
+    if i < n:
+        dst[i] = 2.0
+
+
+def test_the_interpreter_reports_global_access_before_the_wait():
+    # a kernel that waits may start while the kernel before it still runs: a thread's global loads and stores
+    # before its own grid_dependency_wait() race with it; the interpreter reports them with the line
+    n = 64
+    src, dst = np.ones(n, np.float32), np.full(n, np.nan, np.float32)
+    for kernel, args, line in ((reads_before_waiting, (src, dst, n), "x = src[i]"),
+                               (stores_before_waiting_in_one_thread, (dst, n), "dst[i] = 7.0")):
+        interp = tylo.jit(kernel.fn, interpret=True, arch="sm_90a")
+        with pytest.raises(tylo.interpreter.HazardError, match="global access before grid_dependency_wait") as e:
+            interp[1, 64](*args)
+        lineno = next(k for k, text in enumerate(open(__file__).read().splitlines(), 1) if text.strip() == line)
+        assert f"test_grid_dependency.py:{lineno}:" in str(e.value)
+    # the same accesses after the wait, and a kernel that does not wait, run clean
+    interp = tylo.jit(only_triggers.fn, interpret=True, arch="sm_90a")
+    interp[1, 64](dst, n)
+    assert (dst == 2.0).all()
+
+
 def test_griddepcontrol_needs_sm_90():
     with pytest.raises(tylo.CompileError, match=r"test_grid_dependency.py:\d+:\d+: error: launch_dependents needs sm_90"):
         step.compile("*f32, *f32, i32", arch="sm_80")
@@ -76,3 +114,33 @@ def test_a_kernel_served_from_the_cache_still_launches_programmatically(tmp_path
                                       capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1])
             for _ in range(2)]
     assert runs == [{"from_cache": False, "waits": True}, {"from_cache": True, "waits": True}]
+
+
+@tylo.jit
+def one_thread_waits(src, dst, n):
+    """Only thread 0 waits; the barrier after it orders every thread's accesses after the wait (legal)."""
+    i = tylo.thread_idx.x
+    if i == 0:
+        grid_dependency_wait()
+    tylo.sync_threads()
+    if i < n:
+        dst[i] = src[i] + 1.0
+
+
+@tylo.jit
+def one_thread_waits_unordered(src, dst, n):
+    i = tylo.thread_idx.x
+    if i == 0:
+        grid_dependency_wait()
+    if i < n:
+        dst[i] = src[i] + 1.0
+
+
+def test_a_barrier_after_one_threads_wait_orders_the_others():
+    n = 64
+    src, dst = np.arange(n, dtype=np.float32), np.full(n, np.nan, np.float32)
+    tylo.jit(one_thread_waits.fn, interpret=True, arch="sm_90a")[1, 64](src, dst, n)
+    np.testing.assert_array_equal(dst, src + 1)
+    # without the barrier the other threads' loads are not ordered after thread 0's wait
+    with pytest.raises(tylo.interpreter.HazardError, match="global access before grid_dependency_wait"):
+        tylo.jit(one_thread_waits_unordered.fn, interpret=True, arch="sm_90a")[1, 64](src, dst, n)

@@ -198,6 +198,7 @@ class Thread:
         self.bulk_groups: list = []   # committed TMA store groups, oldest first
         self.bulk_open: list = []     # TMA stores issued since the last commit
         self.observed: dict = {}      # id(mbarrier) -> the last phase this thread's wait observed
+        self.grid_waited = False      # it ran griddepcontrol.wait (machine.check_grid_waited)
         # tcgen05 ordering (tmem.py): the clock and observed writes as of the last
         # tcgen05.fence::after_thread_sync, and the epochs of its tcgen05.fence::before_thread_sync
         self.tc_clock = None

@@ -108,6 +108,11 @@ class Machine:
         self.current_op = None
         self.blobs = {}              # generic address -> host object (TMA bindings)
         self._bases = {}
+        # a kernel that waits on the grids before it (griddepcontrol.wait: programmatic dependent launch) may start
+        # while they still run: each thread's global accesses before its wait are reported (``check_grid_waited``)
+        self.waits_on_prior_grids = any(op.name == "nv.griddepcontrol" and op.attrs.get("kind") == "wait"
+                                        for op in kernel.body.walk())
+        self.grid_wait_marks = []    # (thread index, its epoch just after its wait): what orders others after it
         self.ctas = []
         self.open_cluster_phase()
         self.cluster_phase = 0
@@ -137,6 +142,8 @@ class Machine:
         if isinstance(ptr.buffer, SharedBytes):
             n = ptr.elem.itemsize
             self.shadow_access(ptr.buffer.cta, ptr.offset * n, ptr.offset * n + n, False)
+        else:
+            self.check_grid_waited(self.current, "a global load", self.current_op)
         x = view[ptr.offset]
         return to_type(x, ptr.elem) if not ptr.elem.is_float and not ptr.elem.is_fp8 else x
 
@@ -147,7 +154,26 @@ class Machine:
         if isinstance(ptr.buffer, SharedBytes):
             n = ptr.elem.itemsize
             self.shadow_access(ptr.buffer.cta, ptr.offset * n, ptr.offset * n + n, True)
+        else:
+            self.check_grid_waited(self.current, "a global store", self.current_op)
         view[ptr.offset] = value
+
+    def check_grid_waited(self, th, what, op):
+        """``what`` (an access to global memory by thread ``th`` at ``op``) in a kernel that calls
+        ``grid_dependency_wait``: a hazard unless the thread waited, or is ordered after a thread that did (a
+        barrier since: the vector clocks). Launched with programmatic stream serialization, the kernel may run
+        while the kernel before it on the stream still reads and writes global memory; only the wait orders the
+        two (PTX ISA 9.7.13.5 griddepcontrol)."""
+        if self.waits_on_prior_grids and th is not None and not th.grid_waited:
+            if th.clock is not None and any(th.clock[i] >= epoch for i, epoch in self.grid_wait_marks):
+                th.grid_waited = True           # ordered after a wait: so is everything it does from now on
+                return
+            loc = op.loc if op is not None else "?"
+            self.hazard("global access before grid_dependency_wait",
+                        f"{what} at {loc} comes before this thread's grid_dependency_wait(): the kernel waits on "
+                        f"the grids before it, so it may start while they still run, and this access may race "
+                        f"with them (move it after the wait, or order it after a thread's wait by a barrier)",
+                        [(what, loc)])
 
     def thread_by_index(self, i):
         return self._threads[i]

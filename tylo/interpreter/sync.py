@@ -15,8 +15,11 @@
   blocked (its loads would run out before anything changed). The CTAs that write it must run
   alongside the waiter: ``run`` runs every CTA of a grid at once when its kernel waits so (``machine.py``), and
   a wait no CTA can end is reported as a deadlock.
-* ``griddepcontrol.wait`` / ``.launch_dependents``: no effect: the interpreter runs one launch after another, so
-  the grids a launch depends on have completed before it starts.
+* ``griddepcontrol.wait`` / ``.launch_dependents``: the interpreter runs one launch after another, so the grids a
+  launch depends on have completed before it starts; but in a kernel that waits, a thread's access to global
+  memory (loads, stores, atomics, TMA loads and stores) before its own wait, or before a barrier that orders it
+  after another thread's wait, is a hazard: on the GPU it may race with the kernel before it
+  (``Machine.check_grid_waited``).
 """
 from __future__ import annotations
 
@@ -83,6 +86,11 @@ def _wait_at_least(th, op, ins, t):
 
 
 def _griddepcontrol(th, op, ins, t):
+    if op.attrs.get("kind") == "wait":
+        th.grid_waited = True
+        if th.clock is not None:     # a new epoch: threads whose clocks reach it are ordered after this wait
+            th.clock[th.index] += 1
+            th.m.grid_wait_marks.append((th.index, int(th.clock[th.index])))
     return None
 
 

@@ -66,6 +66,7 @@ def _load(th, op, ins, t):
     bar_ptr = ins[2 + rank]
     mask = int(ins[3 + rank]) if op.attrs.get("multicast") else None
     b = binding_at(m, tmap, op)
+    m.check_grid_waited(th, "a TMA load", op)
     plan, arr, rows, cols, ib, ob, batch, bb = _geometry(b, coords, op)
     base = dst.offset * dst.elem.itemsize
     row_bytes = plan.inner * plan.elem_bytes
@@ -114,6 +115,7 @@ def _store(th, op, ins, t):
     rank = op.attrs["rank"]
     tmap, src, coords = ins[0], ins[1], ins[2:2 + rank]
     b = binding_at(m, tmap, op)
+    m.check_grid_waited(th, "a TMA store", op)
     plan, arr, rows, cols, ib, ob, batch, bb = _geometry(b, coords, op)
     if (rows < 0).any() or (cols < 0).any() or (batch is not None and batch < 0):
         raise InterpreterError(f"{op.loc}: a TMA store at a negative coordinate (the H200 faults, docs/hopper.md)")

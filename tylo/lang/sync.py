@@ -169,7 +169,8 @@ def grid_dependency_wait(*, _ctx):
     it finishes, so everything above the wait (barrier set-up, descriptor prefetch, index math) overlaps that
     kernel's tail. Put it before the kernel's first access of global memory that an earlier kernel may write, or
     that an earlier kernel may still read (this kernel's outputs); every thread that makes such accesses must wait
-    (or be ordered after a thread that did, by a barrier). Without a dependency it returns at once."""
+    (or be ordered after a thread that did, by a barrier). Without a dependency it returns at once. The interpreter
+    reports global accesses of a waiting kernel that are not ordered after a wait (docs/language.md)."""
     require_sm(_ctx, 90, "grid_dependency_wait")
     _ctx.builder.create("nv.griddepcontrol", [], [], {"kind": "wait"})
 
