@@ -163,7 +163,7 @@ class Machine:
         ``grid_dependency_wait``: a hazard unless the thread waited, or is ordered after a thread that did (a
         barrier since: the vector clocks). Launched with programmatic stream serialization, the kernel may run
         while the kernel before it on the stream still reads and writes global memory; only the wait orders the
-        two (PTX ISA 9.7.13.5 griddepcontrol)."""
+        two (PTX ISA, griddepcontrol)."""
         if self.waits_on_prior_grids and th is not None and not th.grid_waited:
             if th.clock is not None and any(th.clock[i] >= epoch for i, epoch in self.grid_wait_marks):
                 th.grid_waited = True           # ordered after a wait: so is everything it does from now on
