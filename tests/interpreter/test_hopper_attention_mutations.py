@@ -46,6 +46,7 @@ jumps past zero; the hardware delivers them in pieces and would complete the pha
 """
 import contextlib
 import math
+import re
 
 import hopper_attention as ha  # examples/ is on sys.path (tests/conftest.py)
 import ml_dtypes
@@ -250,30 +251,44 @@ def test_removing_both_init_fences_is_reported(base_ir):
 O_IN_Q = ha.TileConfig(64, 2, 2, pingpong=True, o_in_q=True)
 
 
+def _staged_ir(cfg, causal=True):
+    """The kernel with tile ``cfg`` (O staged in Q or in the V ring: the TMA-store epilogue, batched)."""
+    with _tiles(causal, cfg):
+        sig = ha.signature(tylo.bf16, D, causal)
+        cx = ha.constexprs(tylo.bf16, D, causal)
+    assert cx["TMA_STORE"] and cx["O_IN_Q"] == cfg.o_in_q and cx["O_IN_V"] == cfg.o_in_v
+    return ha.attention_fwd.lower(signature=sig, constexprs=cx, block=(cfg.threads,))
+
+
 def _o_in_q_ir():
+    kernel = _staged_ir(O_IN_Q)
     with _tiles(True, O_IN_Q):
-        sig = ha.signature(tylo.bf16, D, True)
-        cx = ha.constexprs(tylo.bf16, D, True)
-    assert cx["TMA_STORE"] and cx["O_IN_Q"] and cx["DYNAMIC"]
-    return ha.attention_fwd.lower(signature=sig, constexprs=cx, block=(O_IN_Q.threads,))
+        assert ha.constexprs(tylo.bf16, D, True)["DYNAMIC"]
+    return kernel
 
 
-def _o_in_q_run(kernel, seed):
-    """Batched causal, 150 queries and 40 keys, 2 batch entries, one CTA: per entry a tile that sees no key
-    (its zeros still pass through the staging) and one with a key block (ragged: 22 rows); the worst error
-    as in ``Case.run`` (inf: an output unwritten or not finite)."""
+def _staged_run(kernel, cfg, seed, causal=True, seq_q=150, seq_k=40):
+    """Batched, 2 batch entries, one CTA, tile ``cfg``, into a NaN-poisoned o with a guard row past the end; causal
+    with 150 queries and 40 keys: per entry a tile that sees no key (its zeros pass through the staging in Q, from
+    registers with O in V) and one with a key block (ragged: 22 rows). The worst error as in ``Case.run`` (inf: an
+    output unwritten, not finite, or the guard row touched)."""
     rng = np.random.default_rng(seed)
-    q = rng.standard_normal((2, 150, 1, D)).astype(BF16)
-    k = rng.standard_normal((2, 40, 1, D)).astype(BF16)
-    v = rng.standard_normal((2, 40, 1, D)).astype(BF16)
-    with _tiles(True, O_IN_Q):
-        grid, block, args, _, o, lse, _ = ha.prepare(q, k, v, True, None, ctas=1)
+    q = rng.standard_normal((2, seq_q, 1, D)).astype(BF16)
+    k = rng.standard_normal((2, seq_k, 1, D)).astype(BF16)
+    v = rng.standard_normal((2, seq_k, 1, D)).astype(BF16)
+    with _tiles(causal, cfg):
+        grid, block, args, _, o, lse, _ = ha.prepare(q, k, v, causal, None, ctas=1)
+    guarded = np.full((o.size + D,), np.nan, dtype=o.dtype)
+    o = guarded[:o.size].reshape(o.shape)
+    args[ha.ARG_NAMES.index("o")] = o
     args[ha.O_MAP] = ha.output_map(o, False, "numpy")
     run(kernel, args, grid=grid, block=(block,), seed=seed)
+    if not np.isnan(guarded[o.size:].astype(np.float32)).all():
+        return math.inf
     worst = 0.0
     for i in range(2):
-        ref, ref_lse = ha.reference(q[i], k[i], v[i], True, 1 / math.sqrt(D))
-        low = ha.reference(q[i], k[i], v[i], True, 1 / math.sqrt(D), BF16)[0]
+        ref, ref_lse = ha.reference(q[i], k[i], v[i], causal, 1 / math.sqrt(D))
+        low = ha.reference(q[i], k[i], v[i], causal, 1 / math.sqrt(D), BF16)[0]
         got = o[i].astype(np.float64)
         fin = np.isfinite(ref_lse)
         if np.isnan(got).any() or not np.array_equal(np.isfinite(lse[i]), fin):
@@ -281,6 +296,10 @@ def _o_in_q_run(kernel, seed):
         worst = max(worst, np.abs(got - ref).max() / (2 * np.abs(low - ref).max() + 1e-3),
                     np.abs(lse[i][fin] - ref_lse[fin]).max() / 1e-4)
     return worst
+
+
+def _o_in_q_run(kernel, seed):
+    return _staged_run(kernel, O_IN_Q, seed)
 
 
 def test_o_in_q_has_three_tma_waits():
@@ -337,42 +356,11 @@ O_IN_V = ha.TileConfig(64, 2, 2, pingpong=True, o_in_v=True)
 
 
 def _o_in_v_ir(causal=True):
-    with _tiles(causal, O_IN_V):
-        sig = ha.signature(tylo.bf16, D, causal)
-        cx = ha.constexprs(tylo.bf16, D, causal)
-    assert cx["TMA_STORE"] and cx["O_IN_V"] and not cx["O_IN_Q"]
-    return ha.attention_fwd.lower(signature=sig, constexprs=cx, block=(O_IN_V.threads,))
+    return _staged_ir(O_IN_V, causal)
 
 
 def _o_in_v_run(kernel, seed, causal=True, seq_q=150, seq_k=40):
-    """Batched, 2 batch entries, one CTA, into a NaN-poisoned o with a guard row past the end; causal with 150
-    queries and 40 keys: per entry a tile that sees no key (its zeros from registers) and one with a key block
-    (ragged: 22 rows). The worst error as in ``Case.run`` (inf: an output unwritten, not finite, or the guard
-    row touched)."""
-    rng = np.random.default_rng(seed)
-    q = rng.standard_normal((2, seq_q, 1, D)).astype(BF16)
-    k = rng.standard_normal((2, seq_k, 1, D)).astype(BF16)
-    v = rng.standard_normal((2, seq_k, 1, D)).astype(BF16)
-    with _tiles(causal, O_IN_V):
-        grid, block, args, _, o, lse, _ = ha.prepare(q, k, v, causal, None, ctas=1)
-    guarded = np.full((o.size + D,), np.nan, dtype=o.dtype)
-    o = guarded[:o.size].reshape(o.shape)
-    args[ha.ARG_NAMES.index("o")] = o
-    args[ha.O_MAP] = ha.output_map(o, False, "numpy")
-    run(kernel, args, grid=grid, block=(block,), seed=seed)
-    if not np.isnan(guarded[o.size:].astype(np.float32)).all():
-        return math.inf
-    worst = 0.0
-    for i in range(2):
-        ref, ref_lse = ha.reference(q[i], k[i], v[i], causal, 1 / math.sqrt(D))
-        low = ha.reference(q[i], k[i], v[i], causal, 1 / math.sqrt(D), BF16)[0]
-        got = o[i].astype(np.float64)
-        fin = np.isfinite(ref_lse)
-        if np.isnan(got).any() or not np.array_equal(np.isfinite(lse[i]), fin):
-            return math.inf
-        worst = max(worst, np.abs(got - ref).max() / (2 * np.abs(low - ref).max() + 1e-3),
-                    np.abs(lse[i][fin] - ref_lse[fin]).max() / 1e-4)
-    return worst
+    return _staged_run(kernel, O_IN_V, seed, causal, seq_q, seq_k)
 
 
 @pytest.mark.slow
@@ -389,15 +377,12 @@ def test_o_in_v_non_causal_walks_units_with_every_block_count():
 
 
 def _occurrence(kernel, name, needle):
-    """The occurrence (as ``sync_sites`` numbers them) of the op ``name`` written on the kernel source's line
-    holding ``needle`` (the op's own location, not the call sites it was inlined at)."""
-    import re
+    """The occurrence (as ``sync_sites`` numbers them: program order) of the op ``name`` written on the kernel
+    source's line holding ``needle`` (the op's own location, not the call sites it was inlined at)."""
     lines = open(ha.__file__).read().splitlines()
-    found = []
-    for (_, k), op in zip(sync_sites(kernel, (name,)), (op for op in kernel.body.walk() if op.name == name)):
-        line = int(re.search(r"hopper_attention\.py:(\d+)", str(op.loc)).group(1))
-        if needle in lines[line - 1]:
-            found.append(k)
+    ops = [op for op in kernel.body.walk() if op.name == name]
+    found = [k for k, op in enumerate(ops)
+             if needle in lines[int(re.search(r"hopper_attention\.py:(\d+)", str(op.loc)).group(1)) - 1]]
     assert len(found) == 1, (name, needle, found)
     return found[0]
 
